@@ -1,0 +1,183 @@
+// op_args.cuh — the argument descriptors of every op a device implements.
+//
+// These are the plain interface between the engine and a backend (and, later, a user's kernels
+// loaded through a C ABI): raw device pointers, sizes, strides and dtypes, nothing of the engine.
+// All row strides are in elements. "rows" are tokens of the step, in step order: decode rows
+// first, then prefill tokens of requests that have cached context, then those without.
+#pragma once
+
+#include <cstdint>
+
+#include "dtype.cuh"
+#include "paged_kv.cuh"
+
+namespace kv {
+
+// Fill patterns for zero_blocks / poison_blocks / fill_buffer. `random_bits` writes bytes from a
+// seeded generator, so f16/bf16/fp8 payloads include NaN and Inf codes as real stale memory does.
+enum class FillPattern : int32_t { zero = 0, nan = 1, inf = 2, random_bits = 3 };
+
+// Copy K and V of `num_tokens` rows into the cache at their slots (slot = block * block_size +
+// entry). A slot of -1 (a padded row) is skipped. Quantises to the cache dtype (fp8: v / scale).
+struct WriteKvArgs {
+  PagedKv cache;
+  const float* k = nullptr;  // [num_tokens][kv_heads * head_dim]
+  const float* v = nullptr;
+  int64_t k_row_stride = 0, v_row_stride = 0;
+  const int64_t* slot_mapping = nullptr;  // [num_tokens]
+  int32_t num_tokens = 0;
+};
+
+// Decode split-KV plan as it lives in device memory (a metadata buffer the engine fills each step):
+//   meta[0]          = kv_chunk_tokens: tokens per split, a multiple of the block size
+//   meta[1 + row]    = number of splits of that row (0 for a padded row)
+// Split s of a row covers tokens [s * kv_chunk_tokens, min((s + 1) * kv_chunk_tokens, seq_len)).
+inline constexpr int kDecodeMetaHeader = 1;
+
+// Paged decode, one query token per row, split-KV (flash-decoding) with a state merge. The kernel
+// works tile by tile, a tile being one cache block: it masks scores past the sequence end but
+// multiplies P·V over the whole tile, as FlashMLA-style kernels do, so stale NaN/Inf in the unused
+// tail of the last block reaches the output unless new blocks are zeroed. A row with seq_len 0
+// (a padded row) writes nothing.
+struct PagedDecodeArgs {
+  PagedKv cache;
+  const float* q = nullptr;  // [rows][num_q_heads * head_dim]
+  int64_t q_row_stride = 0;
+  float* out = nullptr;  // [rows][num_q_heads * head_dim]
+  int64_t out_row_stride = 0;
+  const int32_t* block_table = nullptr;  // [rows][block_table_stride]
+  int32_t block_table_stride = 0;
+  const int32_t* seq_lens = nullptr;   // [rows]
+  const int32_t* split_meta = nullptr;  // see kDecodeMetaHeader
+  float* partial_out = nullptr;         // workspace [rows][max_splits][num_q_heads][head_dim]
+  float* partial_lse = nullptr;         // workspace [rows][max_splits][num_q_heads]
+  int32_t max_splits = 1;
+  int32_t num_rows = 0;
+  int32_t num_q_heads = 0;
+  float scale = 1.0f;  // softmax scale applied to q·k
+};
+
+// Gather the cached context of prefill sequences from the paged cache into contiguous float
+// workspaces [total_ctx_tokens][kv_heads][head_dim], addressing the cache through its strides.
+// `assume_contiguous` is the seed-004 bug: addresses computed from the shape as if K pages of
+// consecutive blocks were adjacent (block stride = one page), ignoring the descriptor's strides.
+struct GatherKvArgs {
+  PagedKv cache;
+  const int32_t* block_table = nullptr;  // [num_seqs][block_table_stride]
+  int32_t block_table_stride = 0;
+  const int32_t* ctx_lens = nullptr;    // [num_seqs] tokens of cached context per sequence
+  const int32_t* ctx_starts = nullptr;  // [num_seqs + 1] prefix sums of ctx_lens
+  float* k_out = nullptr;
+  float* v_out = nullptr;
+  int32_t num_seqs = 0;
+  bool assume_contiguous = false;
+};
+
+// Attention of query rows over contiguous float K/V, per sequence:
+//   causal = false: every query of sequence i sees all keys of sequence i (context attention);
+//   causal = true:  query j of sequence i sees keys 0..j of sequence i (new tokens, q_len == k_len).
+// Writes out and lse (natural log) for every query row of every sequence.
+struct VarlenAttnArgs {
+  const float* q = nullptr;
+  int64_t q_row_stride = 0;
+  const float* k = nullptr;  // [total keys][kv_heads * head_dim]
+  const float* v = nullptr;
+  int64_t kv_row_stride = 0;
+  const int32_t* q_starts = nullptr;  // [num_seqs + 1] row offsets into q / out / lse
+  const int32_t* k_starts = nullptr;  // [num_seqs + 1] row offsets into k / v
+  float* out = nullptr;
+  int64_t out_row_stride = 0;
+  float* lse = nullptr;  // [rows][num_q_heads]
+  int32_t num_seqs = 0;
+  int32_t num_q_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+  bool causal = false;
+};
+
+// merge_attn_states: rows [0, num_merge) combine state a (context) with state b (new tokens) by
+// their lse; rows [num_merge, num_rows) have no context and copy b. `num_merge` is
+// prefill_tokens_with_context; passing num_rows instead is the seed-002 bug.
+struct MergeStatesArgs {
+  const float* out_a = nullptr;
+  const float* lse_a = nullptr;
+  const float* out_b = nullptr;
+  const float* lse_b = nullptr;
+  float* out = nullptr;
+  float* lse = nullptr;  // may be null
+  int64_t row_stride = 0;  // of out_a, out_b and out
+  int32_t num_rows = 0;
+  int32_t num_merge = 0;
+  int32_t num_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// Fill whole blocks (K and V pages) of a cache with a pattern: zero_blocks and poison_blocks.
+struct FillBlocksArgs {
+  PagedKv cache;
+  const int32_t* block_ids = nullptr;
+  int32_t num_ids = 0;
+  FillPattern pattern = FillPattern::zero;
+  uint64_t seed = 0;
+};
+
+// The batch-wide op: dynamic per-tensor fp8 (e4m3) quantise-dequantise of rows [0, num_rows) in
+// place. The scale is amax / 448 with amax over rows [0, *amax_rows) when amax_rows is set (the
+// real rows, read from a persistent buffer a graph replay sees), else over [0, amax_rows_fixed).
+// amax propagates NaN, as torch.amax does. A zero amax leaves the rows unchanged.
+struct QuantFp8Args {
+  float* x = nullptr;
+  int64_t row_stride = 0;
+  int32_t cols = 0;
+  int32_t num_rows = 0;
+  const int32_t* amax_rows = nullptr;
+  int32_t amax_rows_fixed = 0;
+  float* scale_out = nullptr;  // optional: the scale used, one float
+};
+
+// ---- the synthetic model's dense ops ------------------------------------------------------------
+
+// out[r] = table[tokens[r]] + sinusoidal(positions[r]).
+struct EmbedArgs {
+  const int32_t* tokens = nullptr;
+  const int32_t* positions = nullptr;
+  const float* table = nullptr;  // [vocab][hidden]
+  float* out = nullptr;          // [rows][hidden]
+  int32_t num_rows = 0;
+  int32_t hidden = 0;
+  int32_t vocab = 0;
+};
+
+// out[r] = x[r] / rms(x[r])  (no learned gain).
+struct RmsNormArgs {
+  const float* x = nullptr;
+  float* out = nullptr;
+  int32_t num_rows = 0;
+  int32_t cols = 0;
+  float eps = 1e-6f;
+};
+
+// out[r] (+)= W x[r] + bias, W row-major [out_dim][in_dim]. `accumulate` adds to out (residual).
+struct LinearArgs {
+  const float* x = nullptr;
+  int64_t x_row_stride = 0;
+  const float* w = nullptr;
+  const float* bias = nullptr;  // may be null
+  float* out = nullptr;
+  int64_t out_row_stride = 0;
+  int32_t num_rows = 0;
+  int32_t in_dim = 0;
+  int32_t out_dim = 0;
+  bool accumulate = false;
+};
+
+// tokens[r] = argmax over logits[r]; ties go to the lowest index; a row with a NaN gives -1.
+struct ArgmaxArgs {
+  const float* logits = nullptr;
+  int32_t* tokens = nullptr;
+  int32_t num_rows = 0;
+  int32_t vocab = 0;
+};
+
+}  // namespace kv

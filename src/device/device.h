@@ -1,0 +1,66 @@
+// device.h — what a backend device provides: memory, ops, and graph capture/replay.
+//
+// The engine talks to a Device only through raw buffers and the op descriptors of
+// kernels/op_args.cuh. Two implementations: HostDevice (CPU, runs everywhere, CI) and, when built
+// with CUDA, CudaDevice. Both give the ops the same meaning.
+//
+// Memory behaves like GPU memory: alloc() returns bytes that still hold whatever the memory held
+// before (fresh memory is zero; a released buffer's bytes survive into the next alloc of that
+// size). Graphs capture op descriptors by value, that is, pointers and sizes: a replay reads
+// whatever is at those addresses at replay time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/op_args.cuh"
+
+namespace kv {
+
+// A failure of the device itself (out of memory, a CUDA error): the run cannot be carried out.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using GraphId = int32_t;
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;  // "host" or "cuda"
+
+  // ---- memory ----
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;  // host -> device
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;  // device -> host
+  // Fill `bytes` bytes with a pattern; nan/inf fill as float32 words (the buffers it is used on).
+  virtual void fill(void* dst, size_t bytes, FillPattern pattern, uint64_t seed) = 0;
+
+  // ---- ops (recorded instead of run while capturing) ----
+  virtual void write_kv(const WriteKvArgs& a) = 0;
+  virtual void paged_decode(const PagedDecodeArgs& a) = 0;
+  virtual void gather_kv(const GatherKvArgs& a) = 0;
+  virtual void varlen_attention(const VarlenAttnArgs& a) = 0;
+  virtual void merge_states(const MergeStatesArgs& a) = 0;
+  virtual void fill_blocks(const FillBlocksArgs& a) = 0;  // zero_blocks / poison_blocks
+  virtual void quant_fp8(const QuantFp8Args& a) = 0;
+  virtual void embed(const EmbedArgs& a) = 0;
+  virtual void rms_norm(const RmsNormArgs& a) = 0;
+  virtual void linear(const LinearArgs& a) = 0;
+  virtual void argmax(const ArgmaxArgs& a) = 0;
+  // A fill that is part of the op stream (captured into graphs): zero-initialised outputs.
+  virtual void memset_async(void* dst, size_t bytes, FillPattern pattern) = 0;
+
+  // ---- graphs ----
+  // Between begin_capture and end_capture ops are recorded, not run, and alloc() draws from the
+  // graph's private pool (kept for the graph's lifetime, never handed to later allocations).
+  virtual void begin_capture() = 0;
+  virtual GraphId end_capture() = 0;
+  virtual void replay(GraphId g) = 0;
+  virtual void synchronize() = 0;
+};
+
+}  // namespace kv

@@ -1,0 +1,55 @@
+#include "engine/regressions.h"
+
+#include <stdexcept>
+
+namespace kv {
+
+const std::vector<RegressionInfo>& all_regressions() {
+  static const std::vector<RegressionInfo> list = {
+      {Regression::merge_ignores_context_count, "merge-ignores-context-count",
+       "merge_attn_states merges every prefill token with the context output, including tokens "
+       "without context whose context output was never written",
+       "seed 002, vLLM PR 36540 (chunked MLA prefill)"},
+      {Regression::padded_rows_in_reduction, "padded-rows-in-reduction",
+       "the batch-wide fp8 amax runs over the padded rows of a CUDA-graph replay, whose outputs "
+       "were never written",
+       "seed 001, vLLM PR 38359 (NaN under CUDA-graph padding)"},
+      {Regression::graph_metadata_not_persistent, "graph-metadata-not-persistent",
+       "decode split-KV metadata is built into fresh buffers each step instead of the persistent "
+       "ones the captured graph reads",
+       "seed 003, vLLM PR 35175 (fp8 FlashMLA decode under full CUDA graphs)"},
+      {Regression::new_blocks_not_zeroed, "new-blocks-not-zeroed",
+       "the zero-on-allocation policy skips the layer kinds whose decode kernel multiplies the "
+       "whole last tile, so stale NaN in a recycled block reaches P*V",
+       "seed 000, vLLM PR 43961 (MLA + linear attention garbage after the cache fills)"},
+      {Regression::gather_assumes_contiguous, "gather-assumes-contiguous",
+       "the context gather computes block addresses from the shape instead of the cache's "
+       "strides; wrong on the interleaved [K0][V0][K1][V1] layout",
+       "seed 004, vLLM PR 37228 (ROCm hybrid-model gather)"},
+  };
+  return list;
+}
+
+const RegressionInfo* find_regression(std::string_view name) {
+  for (const auto& r : all_regressions())
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+RegressionSet RegressionSet::from_names(const std::vector<std::string>& names) {
+  RegressionSet s;
+  for (const auto& n : names) {
+    const RegressionInfo* r = find_regression(n);
+    if (!r) throw std::invalid_argument("unknown regression: " + n);
+    switch (r->id) {
+      case Regression::merge_ignores_context_count: s.merge_ignores_context_count = true; break;
+      case Regression::padded_rows_in_reduction: s.padded_rows_in_reduction = true; break;
+      case Regression::graph_metadata_not_persistent: s.graph_metadata_not_persistent = true; break;
+      case Regression::new_blocks_not_zeroed: s.new_blocks_not_zeroed = true; break;
+      case Regression::gather_assumes_contiguous: s.gather_assumes_contiguous = true; break;
+    }
+  }
+  return s;
+}
+
+}  // namespace kv

@@ -1,0 +1,68 @@
+// run_result.h — what one `kvcheck run` of one scenario found: the data behind the console table,
+// the result JSON and the exit code. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace kv {
+
+enum class Verdict { clean, corrupt };
+
+// The first output that failed a check, with where it came from.
+struct Failure {
+  int32_t epoch = 0;     // 1-based
+  int32_t step = 0;      // step index within the epoch, 0-based
+  int32_t request = 0;   // request id (index in the workload)
+  int32_t position = 0;  // token position within the request
+  int32_t layer = -1;    // -1 when not layer-specific (lm_head / token checks)
+  int32_t head = -1;
+  std::string op;        // paged_decode, prefill_with_context, quant_fp8, lm_head, ...
+  std::string check;     // nonfinite, drift, token, epoch_agreement
+  double value = 0.0;    // the error (or NaN) that failed
+  double tolerance = 0.0;
+  bool padded_batch = false;  // the step ran as a padded graph replay
+  std::string detail;    // one human line
+};
+
+struct EpochStats {
+  int32_t epoch = 0;  // 1-based
+  int32_t requests = 0;
+  int32_t clean_requests = 0;
+  double clean_request_fraction = 0.0;
+  int64_t nonfinite_outputs = 0;
+  double max_rel_error = 0.0;               // over all checked rows; NaN if any row was NaN
+  std::optional<int32_t> first_bad_step;    // within the epoch
+  int32_t steps = 0;
+  int32_t graph_replays = 0;
+  int32_t preemptions = 0;
+  int64_t tokens = 0;                       // tokens computed (prefill + decode)
+  int32_t prefix_hit_blocks = 0;
+  double seconds = 0.0;                     // wall time of the epoch's steps
+  double check_seconds = 0.0;               // of which spent in the reference and checks
+};
+
+struct RunResult {
+  std::string scenario;       // name
+  std::string scenario_path;
+  std::string device;
+  uint64_t seed = 0;
+  std::vector<std::string> regressions;
+  Expectation expected = Expectation::clean;
+  Verdict verdict = Verdict::clean;
+  double tolerance = 0.0;     // the drift tolerance used
+  std::string reference_mode = "full";  // every real output row is checked
+  std::vector<EpochStats> epochs;
+  std::optional<Failure> first_failure;
+  double seconds = 0.0;
+
+  bool meets_expectation() const {
+    return (verdict == Verdict::clean) == (expected == Expectation::clean);
+  }
+};
+
+}  // namespace kv

@@ -1,0 +1,112 @@
+// scenario.h — a parsed, validated scenario: plain data, no behaviour.
+//
+// The JSON format is documented in README.md and scenarios/schema/scenario.schema.json;
+// parse_scenario() (parse.h) is the only way to build one from text. Every field here has the
+// default README states; validation guarantees the invariants noted in comments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.cuh"
+#include "kernels/op_args.cuh"
+#include "kernels/paged_kv.cuh"
+
+namespace kv {
+
+inline constexpr int kScenarioFormat = 1;
+
+enum class LayerKind { attention, mla, linear };  // mla and linear: parsed names, not yet run
+
+struct ModelSpec {
+  std::vector<LayerKind> layers;  // at least one
+  int32_t num_q_heads = 4;
+  int32_t num_kv_heads = 2;       // divides num_q_heads
+  int32_t head_dim = 16;
+  int32_t hidden_size = 64;
+  int32_t vocab_size = 128;
+  uint64_t weight_seed = 1;
+};
+
+struct CacheSpec {
+  int32_t num_blocks = 64;  // including the reserved null block 0
+  int32_t block_size = 16;
+  DType dtype = DType::bf16;  // f32, f16 or bf16
+  KvLayout layout = KvLayout::plain;
+};
+
+enum class GraphMode { off, decode };
+
+struct GraphSpec {
+  GraphMode mode = GraphMode::off;
+  std::vector<int32_t> capture_sizes;  // ascending, unique, each <= max_running_requests
+};
+
+struct EngineSpec {
+  int32_t max_running_requests = 8;
+  int32_t max_tokens_per_step = 256;  // chunked-prefill token budget
+  bool prefix_caching = true;
+  std::vector<LayerKind> zero_new_blocks = {LayerKind::attention, LayerKind::mla};
+  GraphSpec cuda_graphs;
+  bool zero_init_outputs = false;  // the seed-001 mitigation: memset attention outputs each step
+  int32_t max_decode_splits = 4;   // split-KV: most splits per decode row
+};
+
+struct Range {
+  int32_t min = 0;
+  int32_t max = 0;  // inclusive, >= min
+};
+
+struct WorkloadSpec {
+  int32_t num_requests = 8;
+  Range prompt_len{8, 32};
+  Range new_tokens{4, 16};
+  int32_t prefix_groups = 0;     // requests are dealt round-robin into this many groups...
+  int32_t shared_prefix_len = 0; // ...whose members share their first shared_prefix_len tokens
+  Range arrival_step{0, 0};      // step at which a request becomes visible to the scheduler
+  int32_t epochs = 1;
+};
+
+enum class PoisonPattern { none, nan, inf, random_bits };
+
+struct FaultSpec {
+  PoisonPattern freed_blocks = PoisonPattern::none;      // blocks freed or evicted
+  PoisonPattern padded_rows = PoisonPattern::none;       // inputs of padded graph rows
+  PoisonPattern unwritten_outputs = PoisonPattern::none; // output buffers before each step
+};
+
+struct CheckSpec {
+  bool nonfinite = true;
+  bool drift = true;
+  bool tokens = true;  // reference-margin check of each generated token + epoch agreement
+  std::optional<double> tolerance;  // relative L2 per token x head; default by cache dtype
+};
+
+enum class Expectation { clean, corrupt };
+
+struct Scenario {
+  int32_t format = kScenarioFormat;
+  std::string name;          // defaults to the file's stem
+  std::string description;
+  std::string source_path;   // where it was read from ("" for a string)
+  uint64_t seed = 0;         // workload and fault seed; --seed overrides
+  ModelSpec model;
+  CacheSpec cache;
+  EngineSpec engine;
+  WorkloadSpec workload;
+  FaultSpec faults;
+  std::vector<std::string> regressions;  // names from the regression registry, unique
+  CheckSpec checks;
+  Expectation expect = Expectation::clean;
+};
+
+const char* to_string(LayerKind k);
+const char* to_string(DType t);
+const char* to_string(KvLayout l);
+const char* to_string(GraphMode m);
+const char* to_string(PoisonPattern p);
+const char* to_string(Expectation e);
+
+}  // namespace kv
