@@ -122,13 +122,14 @@ struct FillBlocksArgs {
   uint64_t seed = 0;
 };
 
-// The batch-wide op: dynamic per-tensor fp8 (e4m3) quantise-dequantise of rows [0, num_rows) in
-// place. The scale is amax / 448 with amax over rows [0, *amax_rows) when amax_rows is set (the
-// real rows, read from a persistent buffer a graph replay sees), else over [0, amax_rows_fixed).
-// amax propagates NaN, as torch.amax does. A zero amax leaves the rows unchanged.
+// The batch-wide op: dynamic per-tensor fp8 (e4m3) quantise-dequantise of rows [0, num_rows) of x
+// into y (y may equal x: in place). The scale is amax / 448 with amax over rows [0, *amax_rows) of
+// x when amax_rows is set (the real rows, read from a persistent buffer a graph replay sees), else
+// over [0, amax_rows_fixed). amax propagates NaN, as torch.amax does. A zero amax copies x to y.
 struct QuantFp8Args {
-  float* x = nullptr;
-  int64_t row_stride = 0;
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t row_stride = 0;  // of x and y
   int32_t cols = 0;
   int32_t num_rows = 0;
   const int32_t* amax_rows = nullptr;

@@ -1,0 +1,177 @@
+#include "check/checker.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "check/tolerances.h"
+
+namespace kv {
+namespace {
+
+bool all_finite(const float* x, int32_t n) {
+  for (int32_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
+double rel_l2(const float* out, const double* ref, int32_t n) {
+  double num = 0.0, den = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(out[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  // An all-zero reference row cannot occur (rows are convex combinations of V rows drawn from a
+  // continuous distribution); the floor only keeps the division defined.
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+const char* op_of(const ScheduledChunk& c) {
+  if (c.is_decode) return "paged_decode";
+  return c.start > 0 ? "prefill_with_context" : "prefill";
+}
+
+}  // namespace
+
+Checker::Checker(const Scenario& s, const ModelWeights& w)
+    : s_(s), w_(w), tol_(s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype))) {}
+
+void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
+  epoch_ = epoch;
+  refs_.clear();
+  request_bad_.assign(num_requests, 0);
+  diverged_.assign(num_requests, 0);
+  stats_ = EpochStats{};
+  stats_.epoch = epoch;
+  stats_.requests = num_requests;
+}
+
+void Checker::fail(const Where& w, const char* check, double value, double tol, std::string detail) {
+  request_bad_.at(w.request) = 1;
+  if (!stats_.first_bad_step) stats_.first_bad_step = w.step;
+  if (first_failure_) return;
+  Failure f;
+  f.epoch = epoch_;
+  f.step = w.step;
+  f.request = w.request;
+  f.position = w.position;
+  f.layer = w.layer;
+  f.head = w.head;
+  f.op = w.op;
+  f.check = check;
+  f.value = value;
+  f.tolerance = tol;
+  f.padded_batch = w.padded;
+  f.detail = std::move(detail);
+  first_failure_ = std::move(f);
+}
+
+void Checker::check_rows(const Where& base, const StepPlan& plan, const StepOutputs& out,
+                         int32_t row, RefSequence& ref) {
+  const int32_t D = s_.model.head_dim, q_dim = s_.model.num_q_heads * D;
+  for (size_t l = 0; l < out.attn_out.size(); ++l) {
+    const float* got = out.attn_out[l].data() + static_cast<size_t>(row) * q_dim;
+    const double* want = ref.attn_out(base.position, static_cast<int32_t>(l));
+    for (int32_t h = 0; h < s_.model.num_q_heads; ++h) {
+      Where w = base;
+      w.layer = static_cast<int32_t>(l);
+      w.head = h;
+      const float* g = got + h * D;
+      if (!all_finite(g, D)) {
+        ++stats_.nonfinite_outputs;
+        stats_.max_rel_error = NAN;
+        if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "attention output is not finite");
+        continue;
+      }
+      const double err = rel_l2(g, want + h * D, D);
+      if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
+      if (s_.checks.drift && !(err <= tol_))
+        fail(w, "drift", err, tol_, fmt::format("relative L2 error {:.3g} > tolerance {:.3g}", err, tol_));
+    }
+    const float* quant = out.quant_out[l].data() + static_cast<size_t>(row) * q_dim;
+    if (!all_finite(quant, q_dim)) {
+      ++stats_.nonfinite_outputs;
+      stats_.max_rel_error = NAN;
+      Where w = base;
+      w.layer = static_cast<int32_t>(l);
+      w.op = "quant_fp8";
+      if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "fp8 quantised attention output is not finite");
+    }
+  }
+  (void)plan;
+}
+
+void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref) {
+  if (token < 0) {  // argmax saw a NaN logit
+    ++stats_.nonfinite_outputs;
+    stats_.max_rel_error = NAN;
+    if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "logits are not finite");
+    return;
+  }
+  if (!s_.checks.tokens) return;
+  const std::vector<double> logits = ref.logits(w.position);
+  double best = -INFINITY, ms = 0.0;
+  for (double x : logits) {
+    best = std::max(best, x);
+    ms += x * x;
+  }
+  const double margin = kTokenMarginFraction * std::sqrt(ms / static_cast<double>(logits.size()));
+  const double gap = best - logits.at(token);
+  if (!(gap <= margin)) {
+    fail(w, "token", gap, margin,
+         fmt::format("sampled token {} is {:.3g} below the reference's best logit (margin {:.3g})",
+                     token, gap, margin));
+    return;
+  }
+  // Epoch agreement: follow epoch 1's tokens until the first certified near-tie.
+  const auto first = first_epoch_tokens_.find(r.id);
+  const size_t g = r.output.size();
+  if (epoch_ == 1 || first == first_epoch_tokens_.end() || diverged_[r.id] || g >= first->second.size())
+    return;
+  const int32_t t1 = first->second[g];
+  if (t1 == token) return;
+  diverged_[r.id] = 1;
+  const double gap1 = best - logits.at(t1);
+  if (!(gap1 <= margin))
+    fail(w, "epoch_agreement", gap1, margin,
+         fmt::format("token {} differs from epoch 1's {} and is not a near-tie", token, t1));
+}
+
+void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& out,
+                         const Scheduler& sched) {
+  const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
+  for (size_t j = 0; j < plan.chunks.size(); ++j) {
+    const ScheduledChunk& c = plan.chunks[j];
+    const Request& r = *sched.find(c.request_id);
+    auto it = refs_.try_emplace(r.id, w_, s_.cache.dtype).first;
+    RefSequence& ref = it->second;
+    std::vector<int32_t> tokens(r.prompt);
+    tokens.insert(tokens.end(), r.output.begin(), r.output.end());
+    ref.extend(tokens, c.start + c.num_tokens);
+    for (int32_t i = 0; i < c.num_tokens; ++i) {
+      const Where w{step, r.id, c.start + i, -1, -1, op_of(c), padded};
+      check_rows(w, plan, out, plan.chunk_first_row[j] + i, ref);
+    }
+    if (c.samples) {
+      const int32_t row = plan.chunk_first_row[j] + c.num_tokens - 1;
+      const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
+      check_token(w, out.sampled[row], r, ref);
+      if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(it);
+    }
+  }
+}
+
+EpochStats Checker::end_epoch(const std::vector<Request>& requests) {
+  if (epoch_ == 1)
+    for (const auto& r : requests) first_epoch_tokens_[r.id] = r.output;
+  int32_t bad = 0;
+  for (uint8_t b : request_bad_) bad += b;
+  stats_.clean_requests = stats_.requests - bad;
+  stats_.clean_request_fraction =
+      stats_.requests ? static_cast<double>(stats_.clean_requests) / stats_.requests : 1.0;
+  refs_.clear();
+  return stats_;
+}
+
+}  // namespace kv

@@ -1,0 +1,64 @@
+#include "check/harness.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "check/checker.h"
+#include "engine/engine.h"
+#include "engine/workload.h"
+
+namespace kv {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
+  const auto t_run = std::chrono::steady_clock::now();
+  RunResult result;
+  result.scenario = s.name;
+  result.scenario_path = s.source_path;
+  result.device = device.name();
+  result.seed = s.seed;
+  result.regressions = s.regressions;
+  result.expected = s.expect;
+
+  Engine engine(s, device, RegressionSet::from_names(s.regressions));
+  Checker checker(s, engine.weights());
+  result.tolerance = checker.tolerance();
+
+  for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
+    std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
+    checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
+    double check_seconds = 0.0;
+    const auto t_epoch = std::chrono::steady_clock::now();
+    const EpochCounters c = engine.run_epoch(
+        requests, [&](int32_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched) {
+          const auto t_check = std::chrono::steady_clock::now();
+          checker.check_step(step, plan, out, sched);
+          check_seconds += seconds_since(t_check);
+        });
+    EpochStats st = checker.end_epoch(requests);
+    st.steps = c.steps;
+    st.graph_replays = c.graph_replays;
+    st.preemptions = c.preemptions;
+    st.tokens = c.tokens;
+    st.prefix_hit_blocks = c.prefix_hit_blocks;
+    st.seconds = seconds_since(t_epoch);
+    st.check_seconds = check_seconds;
+    spdlog::debug("epoch {}: {} steps, {} tokens, clean {}/{}", epoch, st.steps, st.tokens,
+                  st.clean_requests, st.requests);
+    if (hooks.on_epoch) hooks.on_epoch(st);
+    result.epochs.push_back(st);
+  }
+  result.first_failure = checker.first_failure();
+  result.verdict = result.first_failure ? Verdict::corrupt : Verdict::clean;
+  result.seconds = seconds_since(t_run);
+  return result;
+}
+
+}  // namespace kv

@@ -1,0 +1,22 @@
+// harness.h — run one scenario end to end: the engine drives the device, the reference and the
+// checks judge every output, and the result says what was found.
+#pragma once
+
+#include <functional>
+
+#include "device/device.h"
+#include "report/run_result.h"
+#include "scenario/scenario.h"
+
+namespace kv {
+
+struct HarnessHooks {
+  // Called when an epoch ends (for progress logging); may be empty.
+  std::function<void(const EpochStats&)> on_epoch;
+};
+
+// Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
+// valid (parse_scenario succeeded) with CLI overrides already applied.
+RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {});
+
+}  // namespace kv

@@ -1,0 +1,58 @@
+// cmd_run.cpp — `kvcheck run FILE...`: its options; the work is in run_scenarios.cpp.
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/run_scenarios.h"
+
+namespace kv::cli {
+
+Command add_run_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "run", "Run scenarios and check every output for NaN/Inf and drift from the reference");
+  auto opts = std::make_shared<RunOptions>();
+  // CLI11 binds to plain values; the optional overrides are filled in after the parse.
+  auto seed = std::make_shared<uint64_t>(0);
+  auto epochs = std::make_shared<int32_t>(0);
+  auto regressions = std::make_shared<std::vector<std::string>>();
+  auto expect = std::make_shared<std::string>();
+
+  app->add_option("files", opts->files, "Scenario files (JSON)")->required();
+  app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
+      ->check(CLI::IsMember({"host", "cuda", "auto"}))
+      ->capture_default_str();
+  CLI::Option* seed_opt =
+      app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)");
+  CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
+                                ->check(CLI::PositiveNumber);
+  CLI::Option* regression_opt = app->add_option(
+      "--regression", *regressions,
+      "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`");
+  auto no_regressions = std::make_shared<bool>(false);
+  CLI::Option* none_opt = app->add_flag("--no-regressions", *no_regressions,
+                                        "Run with every regression off (replaces the list)");
+  none_opt->excludes(regression_opt);
+  CLI::Option* expect_opt =
+      app->add_option("--expect", *expect, "Replace the scenario's expected verdict")
+          ->check(CLI::IsMember({"clean", "corrupt"}));
+  app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
+      ->capture_default_str();
+  app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
+  app->add_flag("--bisect", opts->bisect,
+                "Exit 125 instead of 3 when a run cannot be carried out (git bisect run)");
+
+  auto action = [=]() {
+    RunOptions o = *opts;
+    if (*seed_opt) o.overrides.seed = *seed;
+    if (*epochs_opt) o.overrides.epochs = *epochs;
+    if (*regression_opt) o.overrides.regressions = *regressions;
+    if (*no_regressions) o.overrides.regressions = std::vector<std::string>{};
+    if (*expect_opt)
+      o.overrides.expect = *expect == "clean" ? Expectation::clean : Expectation::corrupt;
+    return run_scenarios(o);
+  };
+  return {app, action};
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,28 @@
+// load_scenarios.cpp — every file through the scenario parser, errors collected, not thrown.
+#include "cli/load_scenarios.h"
+
+#include <exception>
+#include <variant>
+
+#include "scenario/parse.h"
+
+namespace kv::cli {
+
+LoadResult load_scenarios(const std::vector<std::string>& paths) {
+  LoadResult out;
+  for (const auto& path : paths) {
+    try {
+      auto parsed = load_scenario(path);
+      if (auto* err = std::get_if<ScenarioError>(&parsed))
+        out.errors.push_back(format_error(*err, path));
+      else
+        out.valid.push_back({path, std::get<Scenario>(std::move(parsed))});
+    } catch (const std::exception& e) {
+      // The parser reports through ScenarioError; this only catches what it did not foresee.
+      out.errors.push_back(path + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,25 @@
+// load_scenarios.h — parse and validate every scenario file named on the command line before
+// anything runs, so one bad file stops the whole command instead of failing half-way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace kv::cli {
+
+struct LoadedScenario {
+  std::string path;  // as given on the command line
+  Scenario scenario;
+};
+
+struct LoadResult {
+  std::vector<LoadedScenario> valid;  // in command-line order
+  std::vector<std::string> errors;    // one formatted message per invalid file
+  bool ok() const { return errors.empty(); }
+};
+
+LoadResult load_scenarios(const std::vector<std::string>& paths);
+
+}  // namespace kv::cli

@@ -1,0 +1,30 @@
+// overrides.h — what `kvcheck run` options change in a scenario, applied after it is parsed.
+//
+// --regression / --no-regressions REPLACE the scenario's own list rather than add to it, so one
+// scenario file serves both sides of an A/B comparison.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace kv::cli {
+
+struct Overrides {
+  std::optional<uint64_t> seed;                          // replaces scenario.seed
+  std::optional<int32_t> epochs;                         // replaces workload.epochs
+  std::optional<std::vector<std::string>> regressions;  // replaces scenario.regressions
+  std::optional<Expectation> expect;                     // replaces scenario.expect
+};
+
+// Checks names against the regression registry. Returns one message per unknown name, each with
+// the closest valid name; empty when all are known.
+std::vector<std::string> check_regression_names(const std::vector<std::string>& names);
+
+// Applies the overrides; duplicate regression names are dropped, first occurrence kept.
+void apply_overrides(const Overrides& o, Scenario& s);
+
+}  // namespace kv::cli

@@ -1,0 +1,28 @@
+// run_scenarios.h — what `kvcheck run` does, independent of how its options were parsed:
+// load and validate every file, apply the overrides, run each on one device, report, and decide
+// the exit status (exit_codes.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/overrides.h"
+
+namespace kv::cli {
+
+struct RunOptions {
+  std::vector<std::string> files;
+  std::string device = "host";     // host | cuda | auto
+  Overrides overrides;
+  std::string out_dir = "results/runs";  // one <scenario name>.json per run
+  bool json = false;    // result document(s) on stdout instead of the table
+  bool bisect = false;  // "could not run" exits 125 (git bisect skip) instead of 3
+};
+
+int run_scenarios(const RunOptions& opts);
+
+// The result file of a scenario: characters other than [A-Za-z0-9._-] in its name become '_',
+// so a name can never escape the output folder.
+std::string result_file_name(const std::string& scenario_name);
+
+}  // namespace kv::cli

@@ -1,0 +1,103 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace kv {
+namespace {
+
+FillPattern fill_of(PoisonPattern p) {
+  switch (p) {
+    case PoisonPattern::nan: return FillPattern::nan;
+    case PoisonPattern::inf: return FillPattern::inf;
+    case PoisonPattern::random_bits: return FillPattern::random_bits;
+    case PoisonPattern::none: break;
+  }
+  return FillPattern::zero;
+}
+
+// Layer kinds whose decode kernel multiplies P·V over the whole last tile and so depends on new
+// blocks being zeroed (our paged decode works that way, like FlashMLA).
+bool multiplies_whole_tile(LayerKind k) { return k == LayerKind::attention || k == LayerKind::mla; }
+
+}  // namespace
+
+PlanLimits Engine::plan_limits(const Scenario& s) {
+  PlanLimits l;
+  l.block_size = s.cache.block_size;
+  const int32_t longest = s.workload.prompt_len.max + s.workload.new_tokens.max;
+  l.block_table_stride = (longest + l.block_size - 1) / l.block_size;
+  l.max_decode_splits = s.engine.max_decode_splits;
+  if (s.engine.cuda_graphs.mode == GraphMode::decode) l.capture_sizes = s.engine.cuda_graphs.capture_sizes;
+  return l;
+}
+
+Engine::Engine(const Scenario& s, Device& dev, const RegressionSet& reg)
+    : s_(s),
+      reg_(reg),
+      weights_(make_model_weights(s.model)),
+      limits_(plan_limits(s)),
+      pool_(s.cache.num_blocks, s.engine.prefix_caching),
+      runner_(s, weights_, dev, reg, limits_),
+      fill_seed_(s.seed * 0x9e3779b97f4a7c15ull + 17) {
+  spdlog::debug("engine: {} layers, {} blocks of {}, {} graphs captured", s.model.layers.size(),
+                s.cache.num_blocks, s.cache.block_size, runner_.graphs_captured());
+}
+
+std::vector<LayerKind> Engine::zeroed_kinds() const {
+  std::vector<LayerKind> kinds = s_.engine.zero_new_blocks;
+  if (reg_.new_blocks_not_zeroed)  // the seed-000 bug: the policy forgets the whole-tile kernels
+    std::erase_if(kinds, multiplies_whole_tile);
+  return kinds;
+}
+
+void Engine::apply_block_events() {
+  // Released first, then newly allocated: an evicted block is poisoned, then zeroed on reuse.
+  const std::vector<int32_t> released = pool_.take_released();
+  if (s_.faults.freed_blocks != PoisonPattern::none)
+    runner_.fill_blocks(released, fill_of(s_.faults.freed_blocks), s_.model.layers, fill_seed_++);
+  const std::vector<int32_t> fresh = pool_.take_newly_allocated();
+  runner_.fill_blocks(fresh, FillPattern::zero, zeroed_kinds(), 0);
+}
+
+EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
+  EpochCounters c;
+  Scheduler sched(s_.engine, s_.cache.block_size, pool_);
+  for (auto& r : requests) sched.add(&r);
+  int32_t step = 0;
+  while (sched.has_unfinished()) {
+    SchedulerOutput out = sched.schedule(step);
+    apply_block_events();
+    c.preemptions += static_cast<int32_t>(out.preempted.size());
+    c.prefix_hit_blocks += out.prefix_hit_blocks;
+    if (out.chunks.empty()) {  // nothing has arrived yet (or everything waits on preemption)
+      ++step;
+      continue;
+    }
+    const StepPlan plan = build_step_plan(out, sched, limits_);
+    runner_.forward(plan);
+    const StepOutputs outputs = runner_.read_outputs(plan);
+    on_step(c.steps, plan, outputs, sched);
+
+    // Plan rows are reordered; hand the scheduler one sampled token per chunk, in its order.
+    std::vector<int32_t> sampled(out.chunks.size(), 0);
+    for (size_t i = 0; i < out.chunks.size(); ++i) {
+      if (!out.chunks[i].samples) continue;
+      for (size_t j = 0; j < plan.chunks.size(); ++j) {
+        if (plan.chunks[j].request_id != out.chunks[i].request_id) continue;
+        const int32_t row = plan.chunk_first_row[j] + plan.chunks[j].num_tokens - 1;
+        // NaN logits give -1; a real engine emits some token anyway: keep the run going with 0.
+        sampled[i] = std::max(0, outputs.sampled[row]);
+      }
+    }
+    sched.update(out, sampled);
+    c.graph_replays += plan.use_graph ? 1 : 0;
+    c.tokens += plan.num_rows;
+    ++c.steps;
+    ++step;
+  }
+  return c;
+}
+
+}  // namespace kv

@@ -1,0 +1,57 @@
+// engine.h — the miniature paged-attention engine: a block pool and a scheduler over a model
+// runner on a device. One Engine lives for a whole scenario; its cache, prefix cache and captured
+// graphs carry over from epoch to epoch, so later epochs run on recycled blocks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "device/device.h"
+#include "engine/block_pool.h"
+#include "engine/model_runner.h"
+#include "engine/model_weights.h"
+#include "engine/regressions.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/step_plan.h"
+#include "scenario/scenario.h"
+
+namespace kv {
+
+// Called after every step with what ran and what it produced, before the scheduler records the
+// sampled tokens (so the requests still show the state the step started from).
+using StepObserver = std::function<void(int32_t step, const StepPlan&, const StepOutputs&,
+                                        const Scheduler&)>;
+
+struct EpochCounters {
+  int32_t steps = 0;
+  int32_t graph_replays = 0;
+  int32_t preemptions = 0;
+  int32_t prefix_hit_blocks = 0;
+  int64_t tokens = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Scenario& s, Device& dev, const RegressionSet& reg);
+
+  // Runs `requests` to completion. A corrupted step changes the tokens after it, as in a model.
+  EpochCounters run_epoch(std::vector<Request>& requests, const StepObserver& on_step);
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  static PlanLimits plan_limits(const Scenario& s);
+  std::vector<LayerKind> zeroed_kinds() const;
+  void apply_block_events();
+
+  const Scenario& s_;
+  RegressionSet reg_;
+  ModelWeights weights_;
+  PlanLimits limits_;
+  BlockPool pool_;
+  ModelRunner runner_;
+  uint64_t fill_seed_;
+};
+
+}  // namespace kv

@@ -1,0 +1,119 @@
+#include "engine/step_plan.h"
+
+#include <algorithm>
+
+namespace kv {
+namespace {
+
+int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
+
+void append_block_row(std::vector<int32_t>& table, const std::vector<int32_t>& blocks,
+                      int32_t stride) {
+  const size_t at = table.size();
+  table.resize(at + stride, 0);  // unused entries point at the null block
+  std::copy_n(blocks.begin(), std::min<size_t>(blocks.size(), stride), table.begin() + at);
+}
+
+void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
+  for (int32_t r = p.num_rows; r < p.padded_rows; ++r) {
+    p.tokens.push_back(0);
+    p.positions.push_back(0);
+    p.slot_mapping.push_back(-1);
+    p.decode_block_table.resize(p.decode_block_table.size() + limits.block_table_stride, 0);
+    p.decode_seq_lens.push_back(0);
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, int32_t block_size,
+                                        int32_t max_splits) {
+  // One chunk size for the whole batch, as flash-decoding schedulers pick it: enough splits for
+  // the longest row to spread over max_splits, never less than one block.
+  int32_t longest = 0;
+  for (int32_t s : seq_lens) longest = std::max(longest, s);
+  const int32_t blocks = std::max(1, ceil_div(longest, block_size));
+  const int32_t chunk = ceil_div(blocks, max_splits) * block_size;
+  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
+  meta[0] = chunk;
+  for (size_t r = 0; r < seq_lens.size(); ++r)
+    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
+  return meta;
+}
+
+StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
+                         const PlanLimits& limits) {
+  StepPlan p;
+  p.block_table_stride = limits.block_table_stride;
+  std::vector<ScheduledChunk> decodes, with_ctx, without_ctx;
+  for (const auto& c : out.chunks) {
+    if (c.is_decode) decodes.push_back(c);
+    else if (c.start > 0) with_ctx.push_back(c);
+    else without_ctx.push_back(c);
+  }
+  p.chunks = decodes;
+  p.chunks.insert(p.chunks.end(), with_ctx.begin(), with_ctx.end());
+  p.chunks.insert(p.chunks.end(), without_ctx.begin(), without_ctx.end());
+  p.num_decode = static_cast<int32_t>(decodes.size());
+  p.num_context_seqs = static_cast<int32_t>(with_ctx.size());
+  p.num_prefill_seqs = static_cast<int32_t>(with_ctx.size() + without_ctx.size());
+  p.prefill_q_starts.push_back(0);
+  p.context_starts.push_back(0);
+
+  for (const auto& c : p.chunks) {
+    const Request& r = *sched.find(c.request_id);
+    p.chunk_first_row.push_back(static_cast<int32_t>(p.tokens.size()));
+    for (int32_t i = 0; i < c.num_tokens; ++i) {
+      const int32_t pos = c.start + i;
+      p.tokens.push_back(r.token_at(pos));
+      p.positions.push_back(pos);
+      p.slot_mapping.push_back(static_cast<int64_t>(r.block_ids.at(pos / limits.block_size)) *
+                                   limits.block_size + pos % limits.block_size);
+    }
+    if (c.is_decode) {
+      append_block_row(p.decode_block_table, r.block_ids, limits.block_table_stride);
+      p.decode_seq_lens.push_back(c.start + 1);
+    } else {
+      p.prefill_q_starts.push_back(p.prefill_q_starts.back() + c.num_tokens);
+      if (c.start > 0) {
+        append_block_row(p.context_block_table, r.block_ids, limits.block_table_stride);
+        p.context_lens.push_back(c.start);
+        p.context_starts.push_back(p.context_starts.back() + c.start);
+        p.prefill_tokens_with_context += c.num_tokens;
+      }
+    }
+  }
+  p.num_rows = static_cast<int32_t>(p.tokens.size());
+  p.padded_rows = p.num_rows;
+
+  // Decode-only steps replay the graph of the smallest capture size that holds them.
+  if (p.num_decode == p.num_rows && p.num_rows > 0) {
+    for (int32_t size : limits.capture_sizes) {
+      if (size >= p.num_rows) {
+        p.use_graph = true;
+        p.padded_rows = size;
+        break;
+      }
+    }
+  }
+  if (p.use_graph) pad_decode_rows(p, limits);
+  p.decode_meta = plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
+  return p;
+}
+
+StepPlan build_capture_plan(int32_t rows, const PlanLimits& limits) {
+  // Dummy decode batch of one-token sequences on the null block, as engines capture with.
+  StepPlan p;
+  p.block_table_stride = limits.block_table_stride;
+  p.use_graph = true;
+  p.num_rows = 0;
+  p.padded_rows = rows;
+  pad_decode_rows(p, limits);
+  std::fill(p.decode_seq_lens.begin(), p.decode_seq_lens.end(), 1);
+  p.prefill_q_starts.push_back(0);
+  p.context_starts.push_back(0);
+  p.decode_meta = plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
+  return p;
+}
+
+}  // namespace kv

@@ -1,0 +1,71 @@
+// step_plan.h — everything one forward step needs, built on the host from the scheduler's output:
+// the row order, per-row tokens/positions/slots, decode block tables and split-KV plan, prefill
+// sequence layout and context lengths, and (with CUDA graphs) the padding to a capture size.
+//
+// Row order: decode rows first, then the prefill tokens of sequences that have cached context,
+// then those of sequences without. `prefill_tokens_with_context` counts the middle group; the
+// context kernel writes only those rows, and merge_attn_states merges only those (seed 002).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduler.h"
+
+namespace kv {
+
+struct StepPlan {
+  int32_t num_rows = 0;         // real token rows
+  int32_t padded_rows = 0;      // rows the forward runs over (= num_rows unless graph-padded)
+  bool use_graph = false;       // replay the graph captured for padded_rows
+  int32_t num_decode = 0;       // real decode rows [0, num_decode)
+  int32_t prefill_tokens_with_context = 0;
+
+  // Per padded row. Padded rows: token 0, position 0, slot -1.
+  std::vector<int32_t> tokens, positions;
+  std::vector<int64_t> slot_mapping;
+
+  // Decode, per padded decode row. Padded rows: seq_len 0, block table of null blocks, 0 splits.
+  int32_t block_table_stride = 0;          // max blocks per sequence
+  std::vector<int32_t> decode_block_table;  // [padded decode rows][block_table_stride]
+  std::vector<int32_t> decode_seq_lens;
+  std::vector<int32_t> decode_meta;         // split-KV plan, see kDecodeMetaHeader
+
+  // Prefill sequences, context ones first. Rows of sequence i: [q_starts[i], q_starts[i+1])
+  // relative to the first prefill row.
+  int32_t num_prefill_seqs = 0;
+  int32_t num_context_seqs = 0;
+  std::vector<int32_t> prefill_q_starts;       // [num_prefill_seqs + 1]
+  std::vector<int32_t> context_block_table;    // [num_context_seqs][block_table_stride]
+  std::vector<int32_t> context_lens;           // [num_context_seqs]
+  std::vector<int32_t> context_starts;         // [num_context_seqs + 1]
+
+  // What each row is, for the checks: the chunk it belongs to (index into `chunks`).
+  std::vector<ScheduledChunk> chunks;          // in row order
+  std::vector<int32_t> chunk_first_row;        // [chunks]
+
+  // Rows the decode op runs over: a graph replay runs all padded rows.
+  int32_t decode_rows() const { return use_graph ? padded_rows : num_decode; }
+  int32_t prefill_rows() const { return num_rows - num_decode; }
+  int32_t total_context_tokens() const { return context_starts.empty() ? 0 : context_starts.back(); }
+};
+
+struct PlanLimits {
+  int32_t block_size = 16;
+  int32_t block_table_stride = 1;             // max blocks per sequence
+  int32_t max_decode_splits = 1;
+  std::vector<int32_t> capture_sizes;         // empty: no graphs
+};
+
+// Decode split-KV plan for these sequence lengths: chunk size (a multiple of the block size) and
+// splits per row, at most max_splits per row. Padded rows (seq_len 0) get 0 splits.
+std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, int32_t block_size,
+                                        int32_t max_splits);
+
+StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
+                         const PlanLimits& limits);
+
+// The plan of a graph-capture batch: `rows` padded decode rows (dummy inputs).
+StepPlan build_capture_plan(int32_t rows, const PlanLimits& limits);
+
+}  // namespace kv

@@ -1,0 +1,118 @@
+// console_table.cpp — the human summary of a run (see console_table.h for what it looks like).
+#include "report/console_table.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "report/format.h"
+
+namespace kv {
+
+namespace {
+
+constexpr const char* kGreen = "\x1b[1;32m";
+constexpr const char* kRed = "\x1b[1;31m";
+constexpr const char* kReset = "\x1b[0m";
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? sep : "") + items[i];
+  return s;
+}
+
+std::string or_dash(int32_t v) { return v < 0 ? "-" : std::to_string(v); }
+
+std::vector<std::string> epoch_row(const EpochStats& e) {
+  return {std::to_string(e.epoch),
+          std::to_string(e.requests),
+          format_percent(e.clean_request_fraction),
+          std::to_string(e.nonfinite_outputs),
+          format_error_value(e.max_rel_error),
+          e.first_bad_step ? std::to_string(*e.first_bad_step) : "-",
+          std::to_string(e.steps),
+          format_duration(e.seconds)};
+}
+
+}  // namespace
+
+ConsoleStyle console_style_for(const std::ostream& os) {
+  int fd = -1;
+  if (&os == &std::cout) fd = STDOUT_FILENO;
+  if (&os == &std::cerr || &os == &std::clog) fd = STDERR_FILENO;
+  const char* no_color = std::getenv("NO_COLOR");
+  bool colour = fd >= 0 && ::isatty(fd) && !(no_color && *no_color);
+  return ConsoleStyle{colour};
+}
+
+void print_aligned(std::ostream& os, const std::vector<std::string>& header,
+                   const std::vector<std::vector<std::string>>& rows, int indent) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
+
+  auto print_line = [&](const std::vector<std::string>& cells) {
+    std::string line(static_cast<size_t>(indent), ' ');
+    for (size_t c = 0; c < width.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      line += fmt::format("{}{:>{}}", c ? "  " : "", cell, width[c]);
+    }
+    os << line << '\n';
+  };
+  print_line(header);
+  for (const auto& row : rows) print_line(row);
+}
+
+std::string verdict_line(const RunResult& r, const ConsoleStyle& style) {
+  const bool ok = r.meets_expectation();
+  const std::string verdict = verdict_name(r.verdict);
+  const std::string status = ok ? "OK" : "MISMATCH";
+  if (!style.colour)
+    return fmt::format("verdict: {} (expected {}) — {}", verdict, to_string(r.expected), status);
+  const char* c = ok ? kGreen : kRed;
+  return fmt::format("verdict: {}{}{} (expected {}) — {}{}{}", c, verdict, kReset,
+                     to_string(r.expected), c, status, kReset);
+}
+
+std::string failure_line(const Failure& f) {
+  std::string line = fmt::format(
+      "first failure: epoch {}, step {}, request {}, position {}, layer {}, head {}, op {}, "
+      "check {}: value {} (tolerance {})",
+      f.epoch, f.step, f.request, f.position, or_dash(f.layer), or_dash(f.head),
+      f.op.empty() ? "-" : f.op, f.check.empty() ? "-" : f.check, format_error_value(f.value),
+      format_error_value(f.tolerance));
+  if (f.padded_batch) line += " [padded graph replay]";
+  return line;
+}
+
+void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) {
+  os << "scenario: " << r.scenario;
+  if (!r.scenario_path.empty()) os << " (" << r.scenario_path << ")";
+  os << '\n';
+  os << fmt::format("device: {}   seed: {}   regressions: {}   tolerance: {}\n", r.device, r.seed,
+                    r.regressions.empty() ? "none" : join(r.regressions, ", "),
+                    format_error_value(r.tolerance));
+  os << '\n';
+
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : r.epochs) rows.push_back(epoch_row(e));
+  print_aligned(os,
+                {"epoch", "requests", "clean", "non-finite", "max rel err", "first bad step",
+                 "steps", "time"},
+                rows);
+  os << '\n';
+
+  os << verdict_line(r, style) << '\n';
+  if (r.first_failure) {
+    os << failure_line(*r.first_failure) << '\n';
+    if (!r.first_failure->detail.empty()) os << "  " << r.first_failure->detail << '\n';
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,40 @@
+// console_table.h — the human summary of a run, hyperfine-style: a header line, an aligned
+// per-epoch table, a one-line verdict and, when something failed, where it first failed.
+//
+//   scenario: smoke (scenarios/smoke.json)
+//   device: host   seed: 7   regressions: none   tolerance: 2.00e-02
+//
+//     epoch  requests   clean  non-finite  max rel err  first bad step  steps     time
+//         1         8  100.0%           0     3.10e-03               -     41  12.3 ms
+//
+//   verdict: clean (expected clean) — OK
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "report/run_result.h"
+
+namespace kv {
+
+struct ConsoleStyle {
+  bool colour = false;  // ANSI green/red verdict
+};
+
+// Colour only when `os` is std::cout or std::cerr attached to a terminal and NO_COLOR is unset
+// (https://no-color.org): piped output and files stay plain.
+ConsoleStyle console_style_for(const std::ostream& os);
+
+// Right-aligns every column to its widest cell (header included); rows are cells, not numbers, so
+// the caller decides the spelling. Each line starts with `indent` spaces.
+void print_aligned(std::ostream& os, const std::vector<std::string>& header,
+                   const std::vector<std::vector<std::string>>& rows, int indent = 2);
+
+// The one-line verdict and, if any, the first-failure line.
+std::string verdict_line(const RunResult& r, const ConsoleStyle& style);
+std::string failure_line(const Failure& f);
+
+void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style);
+
+}  // namespace kv

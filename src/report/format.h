@@ -1,0 +1,26 @@
+// format.h — how numbers and verdicts are spelled in kvcheck's human output and result JSON.
+//
+// One place, so the console table and the JSON never disagree on "nan" or on a verdict's name.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "report/run_result.h"
+
+namespace kv {
+
+const char* verdict_name(Verdict v);  // "clean" / "corrupt"
+
+// A JSON value for a double: the number when finite, else the string "nan", "inf" or "-inf"
+// (JSON has no literal for them, and nlohmann would otherwise write null).
+nlohmann::json json_number(double x);
+
+// Human spellings: errors in scientific notation ("3.20e-03", "nan"), fractions as percent
+// ("87.5%"), durations with a unit picked for readability ("850 us", "12.3 ms", "1.234 s").
+std::string format_error_value(double x);
+std::string format_percent(double fraction);
+std::string format_duration(double seconds);
+
+}  // namespace kv

@@ -1,0 +1,74 @@
+// result_json.cpp — RunResult to the "kvcheck.result/1" JSON document.
+#include "report/result_json.h"
+
+#include "report/format.h"
+#include "report/version.h"
+
+namespace kv {
+
+using nlohmann::json;
+
+json to_json(const Failure& f) {
+  return json{
+      {"epoch", f.epoch},
+      {"step", f.step},
+      {"request", f.request},
+      {"position", f.position},
+      {"layer", f.layer},
+      {"head", f.head},
+      {"op", f.op},
+      {"check", f.check},
+      {"value", json_number(f.value)},
+      {"tolerance", json_number(f.tolerance)},
+      {"padded_batch", f.padded_batch},
+      {"detail", f.detail},
+  };
+}
+
+json to_json(const EpochStats& e) {
+  return json{
+      {"epoch", e.epoch},
+      {"requests", e.requests},
+      {"clean_requests", e.clean_requests},
+      {"clean_request_fraction", json_number(e.clean_request_fraction)},
+      {"nonfinite_outputs", e.nonfinite_outputs},
+      {"max_rel_error", json_number(e.max_rel_error)},
+      {"first_bad_step", e.first_bad_step ? json(*e.first_bad_step) : json(nullptr)},
+      {"steps", e.steps},
+      {"graph_replays", e.graph_replays},
+      {"preemptions", e.preemptions},
+      {"tokens", e.tokens},
+      {"prefix_hit_blocks", e.prefix_hit_blocks},
+      {"seconds", json_number(e.seconds)},
+      {"check_seconds", json_number(e.check_seconds)},
+  };
+}
+
+json to_json(const RunResult& r) {
+  json epochs = json::array();
+  for (const auto& e : r.epochs) epochs.push_back(to_json(e));
+  return json{
+      {"schema", kResultSchema},
+      {"kvcheck_version", kKvcheckVersion},
+      {"scenario", r.scenario},
+      {"scenario_path", r.scenario_path},
+      {"device", r.device},
+      {"seed", r.seed},
+      {"regressions", r.regressions},
+      {"expected", to_string(r.expected)},
+      {"verdict", verdict_name(r.verdict)},
+      {"meets_expectation", r.meets_expectation()},
+      {"tolerance", json_number(r.tolerance)},
+      {"reference_mode", r.reference_mode},
+      {"epochs", std::move(epochs)},
+      {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
+      {"seconds", json_number(r.seconds)},
+  };
+}
+
+std::string dump_result(const json& doc) {
+  // `replace` keeps a stray invalid UTF-8 byte in a detail string from throwing mid-report.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace kv

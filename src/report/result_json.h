@@ -1,0 +1,23 @@
+// result_json.h — the stable, versioned JSON export of one run ("kvcheck.result/1").
+//
+// Consumers (CI gates, dashboards, baselines) key on "schema": fields are only ever added within a
+// schema version; renaming or removing one bumps it. Non-finite numbers are written as the strings
+// "nan", "inf" and "-inf" so the document stays valid JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "report/run_result.h"
+
+namespace kv {
+
+inline constexpr const char* kResultSchema = "kvcheck.result/1";
+
+nlohmann::json to_json(const Failure& f);
+nlohmann::json to_json(const EpochStats& e);
+nlohmann::json to_json(const RunResult& r);
+
+// The document as written to disk and to stdout: two-space indent, trailing newline.
+std::string dump_result(const nlohmann::json& doc);
+
+}  // namespace kv

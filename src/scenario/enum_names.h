@@ -1,0 +1,72 @@
+// enum_names.h — the one table of spellings for every enum a scenario can name.
+//
+// The parser reads these spellings, to_string() writes them and the schema test compares them
+// with the schema's "enum" lists, so a spelling is defined in exactly one place.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace kv {
+
+template <class E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+
+inline constexpr std::array<EnumName<LayerKind>, 3> kLayerKindNames{{
+    {LayerKind::attention, "attention"},
+    {LayerKind::mla, "mla"},
+    {LayerKind::linear, "linear"},
+}};
+
+// The cache may only be stored in these; fp8 is a compute dtype of some ops, not a cache dtype.
+inline constexpr std::array<EnumName<DType>, 3> kCacheDTypeNames{{
+    {DType::f32, "f32"},
+    {DType::f16, "f16"},
+    {DType::bf16, "bf16"},
+}};
+
+inline constexpr std::array<EnumName<KvLayout>, 2> kKvLayoutNames{{
+    {KvLayout::plain, "plain"},
+    {KvLayout::interleaved, "interleaved"},
+}};
+
+inline constexpr std::array<EnumName<GraphMode>, 2> kGraphModeNames{{
+    {GraphMode::off, "off"},
+    {GraphMode::decode, "decode"},
+}};
+
+inline constexpr std::array<EnumName<PoisonPattern>, 4> kPoisonPatternNames{{
+    {PoisonPattern::none, "none"},
+    {PoisonPattern::nan, "nan"},
+    {PoisonPattern::inf, "inf"},
+    {PoisonPattern::random_bits, "random"},
+}};
+
+inline constexpr std::array<EnumName<Expectation>, 2> kExpectationNames{{
+    {Expectation::clean, "clean"},
+    {Expectation::corrupt, "corrupt"},
+}};
+
+template <class E, std::size_t N>
+std::optional<E> enum_from_name(const std::array<EnumName<E>, N>& table, std::string_view name) {
+  for (const auto& e : table)
+    if (e.name == name) return e.value;
+  return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::vector<std::string> enum_names(const std::array<EnumName<E>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& e : table) out.emplace_back(e.name);
+  return out;
+}
+
+}  // namespace kv

@@ -1,0 +1,15 @@
+// fields.h — the table of every key a scenario may hold: its type, range and where it lands in
+// Scenario. Reading, unknown-key detection and known_scenario_keys() (which the schema test
+// compares with scenarios/schema/scenario.schema.json) all come from this one table.
+#pragma once
+
+#include "scenario/json_value.h"
+
+namespace kv {
+
+// Read every key of the top-level object `doc` into `out`, in document order; an absent key keeps
+// the value `out` already holds. Per-field checks only (type, range, enum, registry names);
+// relations between fields are validate_scenario()'s. Throws ScenarioFailure.
+void read_scenario_fields(const Json& doc, Scenario& out);
+
+}  // namespace kv

@@ -1,0 +1,91 @@
+// parse.cpp — the entry points of scenario reading: text or file in, Scenario or first error out.
+#include "scenario/parse.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "scenario/fields.h"
+#include "scenario/json_text.h"
+#include "scenario/validate.h"
+
+namespace kv {
+namespace {
+
+// A scenario is a page of JSON; anything this big is the wrong file, not a scenario.
+constexpr std::uintmax_t kMaxFileBytes = 4u << 20;
+
+// The key that decides how everything else is read comes first: a file of another version (or
+// no version) gets that one message rather than a confusing one about some other key.
+void check_format(const Json& doc) {
+  if (!doc.contains("format"))
+    fail("/format", fmt::format("missing; every scenario must say which format it is written in "
+                                "(\"format\": {})",
+                                kScenarioFormat));
+  const Json& v = doc["format"];
+  if (!(v.is_number() && v == kScenarioFormat))
+    fail("/format", fmt::format("got {}, expected {} (the only format version this build reads)",
+                                describe(v), kScenarioFormat));
+}
+
+Scenario default_scenario(const std::string& source_path) {
+  Scenario s;
+  s.source_path = source_path;
+  s.name = source_path.empty() ? "scenario" : std::filesystem::path(source_path).stem().string();
+  // A fallback for scenario.h, whose ModelSpec leaves the layer list empty.
+  if (s.model.layers.empty()) s.model.layers = {LayerKind::attention, LayerKind::attention};
+  return s;
+}
+
+}  // namespace
+
+std::variant<Scenario, ScenarioError> parse_scenario(std::string_view text,
+                                                     std::string source_path) {
+  try {
+    const Json doc = parse_json_text(text);
+    if (!doc.is_object())
+      fail("", "the top level is " + describe(doc) + "; expected a JSON object");
+    check_format(doc);
+    Scenario s = default_scenario(source_path);
+    read_scenario_fields(doc, s);
+    validate_scenario(s, doc);
+    return s;
+  } catch (const ScenarioFailure& f) {
+    return f.error;
+  } catch (const std::exception& e) {  // a bug of ours; still a result, not a crash
+    return ScenarioError{"", std::string("internal error while reading the scenario: ") + e.what()};
+  }
+}
+
+std::variant<Scenario, ScenarioError> load_scenario(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status))
+    return ScenarioError{"", "no such file"};
+  if (fs::is_directory(status))
+    return ScenarioError{"", "is a directory, expected a scenario file (.json)"};
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxFileBytes)
+    return ScenarioError{"", fmt::format("the file has {} bytes; a scenario is at most {}", size,
+                                         kMaxFileBytes)};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ScenarioError{"", std::string("cannot open the file: ") + std::strerror(errno)};
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return ScenarioError{"", "cannot read the file"};
+  return parse_scenario(text, path);
+}
+
+std::string format_error(const ScenarioError& error, const std::string& path) {
+  std::string out;
+  if (!path.empty()) out += path + ": ";
+  if (!error.pointer.empty()) out += error.pointer + ": ";
+  return out + error.message;
+}
+
+}  // namespace kv

@@ -1,0 +1,27 @@
+// to_string.cpp — the scenario enums as they are spelt in scenario files (enum_names.h).
+#include "scenario/enum_names.h"
+
+namespace kv {
+namespace {
+
+template <class E, std::size_t N>
+const char* name_of(const std::array<EnumName<E>, N>& table, E value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name.data();  // the names are literals: NUL-terminated
+  return "?";
+}
+
+}  // namespace
+
+const char* to_string(LayerKind k) { return name_of(kLayerKindNames, k); }
+const char* to_string(KvLayout l) { return name_of(kKvLayoutNames, l); }
+const char* to_string(GraphMode m) { return name_of(kGraphModeNames, m); }
+const char* to_string(PoisonPattern p) { return name_of(kPoisonPatternNames, p); }
+const char* to_string(Expectation e) { return name_of(kExpectationNames, e); }
+
+const char* to_string(DType t) {
+  if (t == DType::fp8_e4m3) return "fp8_e4m3";  // an op dtype only, hence not in the cache table
+  return name_of(kCacheDTypeNames, t);
+}
+
+}  // namespace kv

@@ -1,0 +1,102 @@
+// cli_runner.h — run the built kvcheck binary (KVCHECK_BINARY) in a private temp folder and
+// capture its exit status, stdout and stderr; plus the small scenarios the CLI tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kv::test {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A small valid scenario: one layer, two requests, two epochs — a second or less on the host.
+inline const char* kTinyScenario = R"({
+  "format": 1,
+  "name": "tiny",
+  "seed": 3,
+  "model": {"layers": 1},
+  "workload": {"requests": 2, "prompt_len": [4, 8], "new_tokens": [2, 4], "epochs": 2}
+})";
+
+// Freed blocks are poisoned with NaN in a small cache, so epoch 2 reuses them: clean as written,
+// corrupt with --regression new-blocks-not-zeroed (the seed-000 mechanism).
+inline const char* kPoisonScenario = R"({
+  "format": 1,
+  "name": "poison",
+  "seed": 3,
+  "model": {"layers": 1},
+  "cache": {"num_blocks": 8, "block_size": 4},
+  "faults": {"freed_blocks": "nan"},
+  "workload": {"requests": 2, "prompt_len": [5, 7], "new_tokens": [2, 3], "epochs": 2}
+})";
+
+// Each test gets an empty folder as the binary's working directory, removed afterwards.
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("kvcheck_cli_" + std::to_string(::getpid()) + "_" +
+                                        info->test_suite_name() + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // `args` is appended to the binary verbatim (shell syntax); cwd is the test's folder.
+  CliRun kvcheck(const std::string& args) {
+    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
+    const std::string cmd = "cd '" + dir_.string() + "' && NO_COLOR=1 '" KVCHECK_BINARY "' " +
+                            args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(cmd.c_str());
+    CliRun r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+  }
+
+  // Every file under `sub` (recursively), relative names; empty when `sub` does not exist.
+  std::vector<std::string> files_under(const std::string& sub) const {
+    std::vector<std::string> names;
+    if (!fs::exists(dir_ / sub)) return names;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / sub))
+      if (e.is_regular_file()) names.push_back(fs::relative(e.path(), dir_ / sub).string());
+    return names;
+  }
+
+  fs::path dir_;
+};
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace kv::test

@@ -1,0 +1,396 @@
+// test_scheduler.cpp — Scheduler driven by a fake model over a shadow KV cache.
+//
+// The fake model "stores" each computed token's id in its cache slot and samples a token that is
+// a fixed function of (request, position). Before computing a chunk it checks that the context
+// read through the block table holds exactly the request's tokens, so a block handed out twice,
+// a stale prefix hit or a table that misses a block shows up as a wrong context. Released blocks
+// are poisoned and new ones zeroed in the engine's order (poison, then zero).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/block_pool.h"
+#include "engine/scheduler.h"
+#include "engine/workload.h"
+
+namespace kv {
+namespace {
+
+constexpr int32_t kPoisoned = -1, kZeroed = -2;
+
+int32_t fake_token(int32_t id, int32_t pos) { return (id * 131 + pos * 17 + 3) % 101; }
+
+Request make_request(int32_t id, int32_t prompt_len, int32_t max_new, int32_t arrival = 0) {
+  Request r;
+  r.id = id;
+  for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 7 + i * 3) % 50);
+  r.max_new_tokens = max_new;
+  r.arrival_step = arrival;
+  return r;
+}
+
+EngineSpec engine_spec(int32_t budget, int32_t max_running, bool prefix) {
+  EngineSpec e;
+  e.max_tokens_per_step = budget;
+  e.max_running_requests = max_running;
+  e.prefix_caching = prefix;
+  return e;
+}
+
+struct Sim {
+  Sim(const EngineSpec& e, int32_t num_blocks, int32_t block_size, std::vector<Request> rs)
+      : spec(e),
+        bs(block_size),
+        pool(num_blocks, e.prefix_caching),
+        sched(e, block_size, pool),
+        reqs(std::move(rs)),
+        kv(num_blocks, std::vector<int32_t>(block_size, kZeroed)) {
+    for (auto& r : reqs) sched.add(&r);  // reqs never reallocates after this
+  }
+
+  int32_t blocks_for(int32_t n) const { return (n + bs - 1) / bs; }
+
+  // One engine step: schedule, check, "run" the chunks, update. Returns the schedule.
+  SchedulerOutput step() {
+    std::set<int32_t> running_before;
+    for (const Request* r : sched.running()) running_before.insert(r->id);
+    SchedulerOutput out = sched.schedule(step_no);
+    for (int32_t b : pool.take_released()) std::fill(kv[b].begin(), kv[b].end(), kPoisoned);
+    for (int32_t b : pool.take_newly_allocated()) std::fill(kv[b].begin(), kv[b].end(), kZeroed);
+    check_schedule(out, running_before);
+    if (::testing::Test::HasFatalFailure()) return out;
+    std::vector<int32_t> sampled(out.chunks.size(), -7);
+    for (size_t i = 0; i < out.chunks.size(); ++i) {
+      const ScheduledChunk& c = out.chunks[i];
+      const Request& r = *sched.find(c.request_id);
+      for (int32_t p = 0; p < c.start; ++p) {
+        EXPECT_EQ(kv[r.block_ids[p / bs]][p % bs], r.token_at(p))
+            << "request " << r.id << " reads a wrong context at position " << p;
+      }
+      for (int32_t p = c.start; p < c.start + c.num_tokens; ++p) {
+        const int32_t b = r.block_ids[p / bs];
+        EXPECT_EQ(pool.ref_count(b), 1) << "writing into shared block " << b;
+        kv[b][p % bs] = r.token_at(p);
+      }
+      if (c.samples) sampled[i] = fake_token(r.id, r.num_tokens());
+    }
+    prefix_hits += out.prefix_hit_blocks;
+    computed_tokens += out.num_tokens();
+    sched.update(out, sampled);
+    ++step_no;
+    return out;
+  }
+
+  void check_schedule(const SchedulerOutput& out, const std::set<int32_t>& running_before) {
+    ASSERT_LE(out.num_tokens(), spec.max_tokens_per_step);
+    ASSERT_LE(static_cast<int32_t>(sched.running().size()), spec.max_running_requests);
+    std::set<int32_t> ids;
+    for (const ScheduledChunk& c : out.chunks) {
+      const Request* r = sched.find(c.request_id);
+      ASSERT_NE(r, nullptr);
+      ASSERT_TRUE(ids.insert(c.request_id).second) << "request scheduled twice in one step";
+      ASSERT_EQ(r->status, RequestStatus::running);
+      ASSERT_GE(c.num_tokens, 1);
+      ASSERT_EQ(c.start, r->num_computed_tokens);
+      ASSERT_LE(c.start + c.num_tokens, r->num_tokens());
+      ASSERT_EQ(c.samples, c.start + c.num_tokens == r->num_tokens());
+      if (c.is_decode) ASSERT_EQ(c.num_tokens, 1);
+      ASSERT_LE(r->arrival_step, out.step);
+      if (!out.preempted.empty()) ASSERT_TRUE(running_before.count(c.request_id)) << "admitted";
+    }
+    // Every block table covers exactly what is computed or about to be; reference counts are
+    // the number of tables holding a block; nobody holds block 0.
+    std::map<int32_t, int32_t> holders;
+    for (const Request* r : sched.running()) {
+      int32_t end = r->num_computed_tokens;
+      for (const auto& c : out.chunks) {
+        if (c.request_id == r->id) end = c.start + c.num_tokens;
+      }
+      ASSERT_EQ(static_cast<int32_t>(r->block_ids.size()), blocks_for(end)) << "request " << r->id;
+      const std::set<int32_t> distinct(r->block_ids.begin(), r->block_ids.end());
+      ASSERT_EQ(distinct.size(), r->block_ids.size());
+      for (int32_t b : r->block_ids) ++holders[b];
+    }
+    ASSERT_EQ(holders.count(0), 0u);
+    for (int32_t b = 1; b < pool.num_blocks(); ++b) ASSERT_EQ(pool.ref_count(b), holders[b]);
+    for (const Request* r : sched.waiting()) {
+      ASSERT_TRUE(r->block_ids.empty());
+      ASSERT_EQ(r->num_computed_tokens, 0);
+    }
+  }
+
+  void run_to_completion() {
+    while (sched.has_unfinished() && !::testing::Test::HasFatalFailure()) {
+      ASSERT_LT(step_no, 100000) << "no progress";
+      step();
+    }
+    for (const Request& r : reqs) {
+      EXPECT_EQ(r.status, RequestStatus::finished);
+      ASSERT_EQ(static_cast<int32_t>(r.output.size()), r.max_new_tokens) << "request " << r.id;
+      for (int32_t k = 0; k < r.max_new_tokens; ++k) {
+        EXPECT_EQ(r.output[k], fake_token(r.id, static_cast<int32_t>(r.prompt.size()) + k));
+      }
+      EXPECT_TRUE(r.block_ids.empty());
+    }
+    EXPECT_EQ(pool.num_free_blocks(), pool.num_blocks() - 1);  // every reference returned
+  }
+
+  int32_t num_preemptions() const {
+    int32_t n = 0;
+    for (const auto& r : reqs) n += r.num_preemptions;
+    return n;
+  }
+
+  EngineSpec spec;
+  int32_t bs;
+  BlockPool pool;
+  Scheduler sched;
+  std::vector<Request> reqs;
+  std::vector<std::vector<int32_t>> kv;  // [block][slot] -> token id stored there
+  int32_t step_no = 0;
+  int64_t prefix_hits = 0, computed_tokens = 0;
+};
+
+std::vector<Request> random_requests(uint32_t seed, int32_t n, int32_t max_prompt,
+                                     int32_t max_new, int32_t max_arrival) {
+  std::mt19937 gen(seed);
+  std::vector<Request> rs;
+  for (int32_t i = 0; i < n; ++i) {
+    rs.push_back(make_request(i, 1 + static_cast<int32_t>(gen() % max_prompt),
+                              1 + static_cast<int32_t>(gen() % max_new),
+                              static_cast<int32_t>(gen() % (max_arrival + 1))));
+  }
+  return rs;
+}
+
+TEST(Scheduler, RespectsBudgetAndMaxRunningEveryStep) {
+  for (int32_t bs : {1, 3, 7, 16}) {
+    for (int32_t budget : {1, 7, 16, 64}) {
+      for (int32_t max_running : {1, 3, 8}) {
+        for (bool prefix : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "bs " << bs << " budget " << budget << " running "
+                                          << max_running << " prefix " << prefix);
+          Sim sim(engine_spec(budget, max_running, prefix), 400, bs,
+                  random_requests(bs * 100 + budget, 10, 30, 6, 4));
+          bool mixed = false;
+          while (sim.sched.has_unfinished() && !HasFatalFailure()) {
+            const auto out = sim.step();
+            const bool decode = std::any_of(out.chunks.begin(), out.chunks.end(),
+                                            [](const auto& c) { return c.is_decode; });
+            const bool prefill = std::any_of(out.chunks.begin(), out.chunks.end(),
+                                             [](const auto& c) { return !c.is_decode; });
+            mixed = mixed || (decode && prefill);
+          }
+          sim.run_to_completion();
+          EXPECT_EQ(sim.num_preemptions(), 0);  // the pool is large enough for everyone
+          if (budget > 1 && max_running > 1) EXPECT_TRUE(mixed);
+        }
+      }
+    }
+  }
+}
+
+TEST(Scheduler, ChunkedPrefillSplitsAtTheBudget) {
+  for (int32_t budget : {1, 7, 16}) {
+    SCOPED_TRACE(budget);
+    std::vector<Request> rs = {make_request(0, 40, 3)};
+    Sim sim(engine_spec(budget, 4, false), 20, 7, std::move(rs));
+    int32_t pos = 0;
+    while (pos < 40) {
+      const auto out = sim.step();
+      ASSERT_EQ(out.chunks.size(), 1u);
+      const auto& c = out.chunks[0];
+      const int32_t n = std::min(budget, 40 - pos);
+      EXPECT_EQ(c.start, pos);
+      EXPECT_EQ(c.num_tokens, n);
+      EXPECT_EQ(c.samples, pos + n == 40);
+      EXPECT_EQ(c.is_decode, false);
+      pos += n;
+    }
+    for (int32_t k = 0; k < 2; ++k) {
+      const auto out = sim.step();
+      ASSERT_EQ(out.chunks.size(), 1u);
+      EXPECT_EQ(out.chunks[0].start, 40 + k);
+      EXPECT_EQ(out.chunks[0].num_tokens, 1);
+      EXPECT_TRUE(out.chunks[0].is_decode);
+      EXPECT_TRUE(out.chunks[0].samples);
+    }
+    EXPECT_FALSE(sim.sched.has_unfinished());
+    sim.run_to_completion();
+  }
+}
+
+TEST(Scheduler, DecodesAndPrefillsShareAStep) {
+  std::vector<Request> rs = {make_request(0, 5, 10, 0), make_request(1, 20, 2, 2)};
+  Sim sim(engine_spec(8, 4, true), 30, 3, std::move(rs));
+  sim.step();  // A's prompt
+  sim.step();  // A's first decode
+  // {request, start, tokens, decode, samples} for steps 2..5
+  const std::vector<std::vector<ScheduledChunk>> expected = {
+      {{0, 6, 1, true, true}, {1, 0, 7, false, false}},
+      {{0, 7, 1, true, true}, {1, 7, 7, false, false}},
+      {{0, 8, 1, true, true}, {1, 14, 6, false, true}},
+      {{0, 9, 1, true, true}, {1, 20, 1, true, true}},
+  };
+  for (const auto& want : expected) {
+    const auto out = sim.step();
+    ASSERT_EQ(out.chunks.size(), want.size()) << "step " << out.step;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(out.chunks[i].request_id, want[i].request_id);
+      EXPECT_EQ(out.chunks[i].start, want[i].start);
+      EXPECT_EQ(out.chunks[i].num_tokens, want[i].num_tokens);
+      EXPECT_EQ(out.chunks[i].is_decode, want[i].is_decode);
+      EXPECT_EQ(out.chunks[i].samples, want[i].samples);
+    }
+  }
+  sim.run_to_completion();
+}
+
+TEST(Scheduler, PreemptsTheMostRecentlyAdmittedRequest) {
+  // 4 usable blocks of 2 tokens; both prompts fill 2 blocks, so A's first decode needs B's.
+  std::vector<Request> rs = {make_request(0, 4, 3), make_request(1, 4, 3)};
+  Sim sim(engine_spec(64, 4, false), 5, 2, std::move(rs));
+  EXPECT_EQ(sim.step().chunks.size(), 2u);
+  const auto out = sim.step();
+  EXPECT_EQ(out.preempted, (std::vector<int32_t>{1}));
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].request_id, 0);
+  const Request& b = sim.reqs[1];
+  EXPECT_EQ(b.status, RequestStatus::waiting);
+  EXPECT_EQ(b.num_preemptions, 1);
+  EXPECT_EQ(b.output.size(), 1u);  // generated tokens survive; their KV is recomputed
+  EXPECT_EQ(sim.sched.waiting().front(), &b);
+  sim.run_to_completion();
+}
+
+TEST(Scheduler, ARequestCanPreemptItself) {
+  // A (3 tokens) has room for its decode in its second block; B (4 tokens) does not.
+  std::vector<Request> rs = {make_request(0, 3, 4), make_request(1, 4, 3)};
+  Sim sim(engine_spec(64, 4, false), 5, 2, std::move(rs));
+  sim.step();
+  const auto out = sim.step();
+  EXPECT_EQ(out.preempted, (std::vector<int32_t>{1}));
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].request_id, 0);
+  EXPECT_EQ(sim.sched.running().size(), 1u);
+  sim.run_to_completion();
+  EXPECT_EQ(sim.reqs[1].num_preemptions, 1);
+}
+
+TEST(Scheduler, PreemptedRequestHitsItsOwnCachedBlocks) {
+  std::vector<Request> rs = {make_request(0, 3, 2), make_request(1, 4, 3)};
+  Sim sim(engine_spec(64, 4, true), 5, 2, std::move(rs));
+  sim.step();
+  EXPECT_EQ(sim.step().preempted, (std::vector<int32_t>{1}));  // and A finishes
+  EXPECT_EQ(sim.reqs[0].status, RequestStatus::finished);
+  const auto out = sim.step();
+  EXPECT_EQ(out.prefix_hit_blocks, 2);
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].request_id, 1);
+  EXPECT_EQ(out.chunks[0].start, 4);  // prompt from the cache, its sampled token recomputed
+  EXPECT_EQ(out.chunks[0].num_tokens, 1);
+  EXPECT_TRUE(out.chunks[0].samples);
+  sim.run_to_completion();
+}
+
+TEST(Scheduler, NeverTakesEveryTokenFromTheCache) {
+  for (int32_t prompt_len : {6, 7}) {
+    SCOPED_TRACE(prompt_len);
+    // Request 1 repeats request 0's prompt after request 0 finished.
+    Request a = make_request(0, prompt_len, 1, 0);
+    Request b = a;
+    b.id = 1;
+    b.arrival_step = 3;
+    Sim sim(engine_spec(64, 4, true), 10, 3, {a, b});
+    while (sim.step_no < 3) sim.step();
+    const auto out = sim.step();
+    ASSERT_EQ(out.chunks.size(), 1u);
+    const int32_t hit_blocks = (prompt_len - 1) / 3;  // 6 tokens: 1 of 2 full blocks; 7: 2 of 2
+    EXPECT_EQ(out.prefix_hit_blocks, hit_blocks);
+    EXPECT_EQ(out.chunks[0].start, hit_blocks * 3);
+    EXPECT_EQ(out.chunks[0].num_tokens, prompt_len - hit_blocks * 3);
+    EXPECT_TRUE(out.chunks[0].samples);
+    sim.run_to_completion();
+  }
+}
+
+TEST(Scheduler, SharedPrefixesHitTheCacheAndSaveCompute) {
+  WorkloadSpec w;
+  w.num_requests = 12;
+  w.prompt_len = {20, 40};
+  w.new_tokens = {2, 8};
+  w.prefix_groups = 3;
+  w.shared_prefix_len = 16;
+  w.arrival_step = {0, 6};
+  int64_t computed[2] = {0, 0};
+  for (bool prefix : {false, true}) {
+    Sim sim(engine_spec(32, 4, prefix), 200, 3, make_workload(w, 7, 101));
+    sim.run_to_completion();
+    computed[prefix] = sim.computed_tokens;
+    EXPECT_EQ(sim.pool.num_prefix_hits(), sim.prefix_hits);
+    if (prefix) {
+      EXPECT_GE(sim.prefix_hits, 5 * 5);  // at least 5 of 12 requests hit the 5 shared blocks
+    } else {
+      EXPECT_EQ(sim.prefix_hits, 0);
+    }
+  }
+  EXPECT_LT(computed[1], computed[0]);
+}
+
+TEST(Scheduler, SmallPoolsPreemptAndEveryRequestStillFinishes) {
+  int32_t preemptions = 0;
+  for (int32_t bs : {1, 3, 7, 16}) {
+    for (bool prefix : {false, true}) {
+      for (uint32_t seed = 0; seed < 6; ++seed) {
+        SCOPED_TRACE(testing::Message() << "bs " << bs << " prefix " << prefix << " seed " << seed);
+        auto rs = random_requests(seed * 17 + bs, 10, 24, 12, 3);
+        if (prefix) {  // give half of them a common 10-token head
+          for (size_t i = 0; i < rs.size(); i += 2) {
+            for (int32_t p = 0; p < std::min<int32_t>(10, rs[i].prompt.size()); ++p) {
+              rs[i].prompt[p] = 40 + p;
+            }
+          }
+        }
+        // The largest request fits alone (24 + 12 - 1 tokens), with a little slack.
+        const int32_t num_blocks = 1 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
+        const int32_t budget = 1 + static_cast<int32_t>(seed * 5 % 20);
+        Sim sim(engine_spec(budget, 6, prefix), num_blocks, bs, std::move(rs));
+        sim.run_to_completion();
+        preemptions += sim.num_preemptions();
+      }
+    }
+  }
+  EXPECT_GT(preemptions, 20);
+}
+
+TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
+  BlockPool pool(4, false);  // 3 usable blocks of 4 tokens: at most 12 tokens of KV
+  Scheduler sched(engine_spec(16, 2, false), 4, pool);
+  Request fits = make_request(0, 10, 3);  // 12 tokens of KV: the last sample is never computed
+  Request too_big = make_request(1, 10, 4);
+  Request empty = make_request(2, 0, 3);
+  EXPECT_NO_THROW(sched.add(&fits));
+  EXPECT_THROW(sched.add(&too_big), std::invalid_argument);
+  EXPECT_THROW(sched.add(&empty), std::invalid_argument);
+}
+
+TEST(Scheduler, UpdateRejectsAMismatchedSampleList) {
+  BlockPool pool(8, false);
+  Scheduler sched(engine_spec(16, 2, false), 4, pool);
+  Request r = make_request(0, 5, 2);
+  sched.add(&r);
+  const auto out = sched.schedule(0);
+  EXPECT_THROW(sched.update(out, {}), std::invalid_argument);
+  sched.update(out, {42});
+  EXPECT_EQ(r.output, (std::vector<int32_t>{42}));
+  EXPECT_EQ(r.num_computed_tokens, 5);
+  EXPECT_THROW(sched.update(out, {42}), std::logic_error);  // the same step twice
+}
+
+}  // namespace
+}  // namespace kv

@@ -1,0 +1,127 @@
+// console_table_test.cpp — the human summary: header, aligned epoch table, verdict, failure line.
+#include "report/console_table.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "sample_result.h"
+
+namespace kv {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+std::string render(const RunResult& r, ConsoleStyle style = {}) {
+  std::ostringstream os;
+  print_run(os, r, style);
+  return os.str();
+}
+
+// Column c of an aligned line ends at the same offset on every line: right alignment means the
+// last character of each header word sits above the last character of each value.
+std::vector<size_t> column_ends(const std::string& line) {
+  std::vector<size_t> ends;
+  for (size_t i = 0; i < line.size(); ++i)
+    if (line[i] != ' ' && (i + 1 == line.size() || (line[i + 1] == ' ' && i + 2 < line.size() &&
+                                                    line[i + 2] == ' ')))
+      ends.push_back(i);
+  return ends;
+}
+
+TEST(ConsoleTable, HeaderNamesScenarioDeviceSeedRegressions) {
+  const std::string out = render(test::sample_result());
+  auto lines = lines_of(out);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "scenario: sample (scenarios/sample.json)");
+  EXPECT_NE(lines[1].find("device: host"), std::string::npos);
+  EXPECT_NE(lines[1].find("seed: 1234567890123"), std::string::npos);
+  EXPECT_NE(lines[1].find("regressions: new-blocks-not-zeroed, padded-rows-in-reduction"),
+            std::string::npos);
+
+  RunResult none = test::sample_result();
+  none.regressions.clear();
+  EXPECT_NE(render(none).find("regressions: none"), std::string::npos);
+}
+
+TEST(ConsoleTable, AlignsColumnsWithLongNumbers) {
+  RunResult r = test::sample_result();  // epoch 2 has 12-digit non-finite count and a nan
+  r.epochs[1].steps = 1234567;
+  r.epochs[1].seconds = 123.456;
+  const auto lines = lines_of(render(r));
+  size_t header = 0;
+  while (header < lines.size() && lines[header].find("epoch") == std::string::npos) ++header;
+  ASSERT_LT(header + 2, lines.size());
+  const auto want = column_ends(lines[header]);
+  ASSERT_EQ(want.size(), 8u) << lines[header];
+  for (size_t i = 1; i <= 2; ++i) {
+    EXPECT_EQ(lines[header + i].size(), lines[header].size()) << lines[header + i];
+    EXPECT_EQ(column_ends(lines[header + i]), want) << lines[header] << "\n" << lines[header + i];
+  }
+  EXPECT_NE(lines[header + 2].find("123456789012"), std::string::npos);
+  EXPECT_NE(lines[header + 2].find("1234567"), std::string::npos);
+  EXPECT_NE(lines[header + 2].find("nan"), std::string::npos);
+  EXPECT_NE(lines[header + 2].find("37.5%"), std::string::npos);
+  EXPECT_NE(lines[header + 1].find(" - "), std::string::npos) << "no first bad step: a dash";
+}
+
+TEST(ConsoleTable, PrintAlignedRightAligns) {
+  std::ostringstream os;
+  print_aligned(os, {"a", "bbb"}, {{"12345", "1"}, {"1", "22"}}, 0);
+  EXPECT_EQ(os.str(), "    a  bbb\n12345    1\n    1   22\n");
+}
+
+TEST(ConsoleTable, VerdictLineOkAndMismatch) {
+  RunResult r = test::sample_result();
+  EXPECT_EQ(verdict_line(r, {}), "verdict: corrupt (expected corrupt) — OK");
+  r.expected = Expectation::clean;
+  EXPECT_EQ(verdict_line(r, {}), "verdict: corrupt (expected clean) — MISMATCH");
+  r.verdict = Verdict::clean;
+  r.expected = Expectation::corrupt;
+  EXPECT_EQ(verdict_line(r, {}), "verdict: clean (expected corrupt) — MISMATCH");
+}
+
+TEST(ConsoleTable, ColourOnlyWhenAsked) {
+  RunResult r = test::sample_result();
+  EXPECT_EQ(render(r).find("\x1b["), std::string::npos);
+  EXPECT_NE(render(r, ConsoleStyle{true}).find("\x1b[1;32m"), std::string::npos);  // OK: green
+  r.expected = Expectation::clean;
+  EXPECT_NE(render(r, ConsoleStyle{true}).find("\x1b[1;31m"), std::string::npos);  // red
+}
+
+TEST(ConsoleTable, StringStreamsAreNeverTerminals) {
+  std::ostringstream os;
+  EXPECT_FALSE(console_style_for(os).colour);
+}
+
+TEST(ConsoleTable, FailureLineNamesWhereAndWhat) {
+  const std::string line = failure_line(*test::sample_result().first_failure);
+  for (const char* part : {"epoch 2", "step 7", "request 3", "position 17", "layer 0", "head 1",
+                           "op paged_decode", "check nonfinite", "value nan", "padded"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " missing from: " << line;
+
+  Failure f = *test::sample_result().first_failure;
+  f.layer = -1;
+  f.head = -1;
+  f.value = 0.5;
+  const std::string token = failure_line(f);
+  EXPECT_NE(token.find("layer -, head -"), std::string::npos) << token;
+  EXPECT_NE(token.find("value 5.00e-01"), std::string::npos) << token;
+}
+
+TEST(ConsoleTable, FailureShownOnlyWhenThereIsOne) {
+  RunResult r = test::sample_result();
+  EXPECT_NE(render(r).find("first failure:"), std::string::npos);
+  EXPECT_NE(render(r).find("row 3 of a replay padded to 4"), std::string::npos);
+  r.first_failure.reset();
+  EXPECT_EQ(render(r).find("first failure:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kv

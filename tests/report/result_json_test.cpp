@@ -1,0 +1,121 @@
+// result_json_test.cpp — the "kvcheck.result/1" document: every field, nulls, non-finite numbers.
+#include "report/result_json.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "report/format.h"
+#include "report/version.h"
+#include "sample_result.h"
+
+namespace kv {
+namespace {
+
+using nlohmann::json;
+
+TEST(ResultJson, TopLevelFields) {
+  RunResult r = test::sample_result();
+  json j = to_json(r);
+  EXPECT_EQ(j["schema"], "kvcheck.result/1");
+  EXPECT_EQ(j["kvcheck_version"], kKvcheckVersion);
+  EXPECT_EQ(j["scenario"], "sample");
+  EXPECT_EQ(j["scenario_path"], "scenarios/sample.json");
+  EXPECT_EQ(j["device"], "host");
+  EXPECT_EQ(j["seed"].get<uint64_t>(), 1234567890123ull);
+  EXPECT_EQ(j["regressions"],
+            json::array({"new-blocks-not-zeroed", "padded-rows-in-reduction"}));
+  EXPECT_EQ(j["expected"], "corrupt");
+  EXPECT_EQ(j["verdict"], "corrupt");
+  EXPECT_EQ(j["meets_expectation"], true);
+  EXPECT_DOUBLE_EQ(j["tolerance"].get<double>(), 0.02);
+  EXPECT_EQ(j["reference_mode"], "full");
+  EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), 0.5);
+  ASSERT_EQ(j["epochs"].size(), 2u);
+}
+
+TEST(ResultJson, EpochFields) {
+  json e = to_json(test::sample_result())["epochs"][0];
+  EXPECT_EQ(e["epoch"], 1);
+  EXPECT_EQ(e["requests"], 8);
+  EXPECT_EQ(e["clean_requests"], 8);
+  EXPECT_DOUBLE_EQ(e["clean_request_fraction"].get<double>(), 1.0);
+  EXPECT_EQ(e["nonfinite_outputs"], 0);
+  EXPECT_DOUBLE_EQ(e["max_rel_error"].get<double>(), 0.0031);
+  EXPECT_TRUE(e["first_bad_step"].is_null());
+  EXPECT_EQ(e["steps"], 41);
+  EXPECT_EQ(e["graph_replays"], 30);
+  EXPECT_EQ(e["preemptions"], 2);
+  EXPECT_EQ(e["tokens"], 300);
+  EXPECT_EQ(e["prefix_hit_blocks"], 5);
+  EXPECT_DOUBLE_EQ(e["seconds"].get<double>(), 0.0123);
+  EXPECT_DOUBLE_EQ(e["check_seconds"].get<double>(), 0.004);
+
+  json bad = to_json(test::sample_result())["epochs"][1];
+  EXPECT_EQ(bad["first_bad_step"], 7);
+  EXPECT_EQ(bad["nonfinite_outputs"].get<int64_t>(), 123456789012);
+  EXPECT_EQ(bad["max_rel_error"], "nan");
+}
+
+TEST(ResultJson, FailureFields) {
+  json f = to_json(test::sample_result())["first_failure"];
+  EXPECT_EQ(f["epoch"], 2);
+  EXPECT_EQ(f["step"], 7);
+  EXPECT_EQ(f["request"], 3);
+  EXPECT_EQ(f["position"], 17);
+  EXPECT_EQ(f["layer"], 0);
+  EXPECT_EQ(f["head"], 1);
+  EXPECT_EQ(f["op"], "paged_decode");
+  EXPECT_EQ(f["check"], "nonfinite");
+  EXPECT_EQ(f["value"], "nan");
+  EXPECT_DOUBLE_EQ(f["tolerance"].get<double>(), 0.02);
+  EXPECT_EQ(f["padded_batch"], true);
+  EXPECT_EQ(f["detail"], "row 3 of a replay padded to 4");
+}
+
+TEST(ResultJson, NoFailureIsNull) {
+  RunResult r = test::sample_result();
+  r.first_failure.reset();
+  r.verdict = Verdict::clean;
+  json j = to_json(r);
+  EXPECT_TRUE(j["first_failure"].is_null());
+  EXPECT_EQ(j["verdict"], "clean");
+  EXPECT_EQ(j["meets_expectation"], false);  // corrupt was expected
+}
+
+TEST(ResultJson, NonFiniteNumbersAreStringsAndTheDocumentReparses) {
+  RunResult r = test::sample_result();
+  r.tolerance = std::numeric_limits<double>::infinity();
+  r.seconds = -std::numeric_limits<double>::infinity();
+  r.epochs[0].check_seconds = std::numeric_limits<double>::quiet_NaN();
+  r.epochs[0].first_bad_step = 0;  // the only legitimate null left would be this one
+  const std::string text = dump_result(to_json(r));
+  EXPECT_EQ(text.find("null"), std::string::npos) << "no non-finite number may become null";
+  EXPECT_EQ(text.back(), '\n');
+  json back = json::parse(text);  // throws on invalid JSON
+  EXPECT_EQ(back["tolerance"], "inf");
+  EXPECT_EQ(back["seconds"], "-inf");
+  EXPECT_EQ(back["epochs"][0]["check_seconds"], "nan");
+  EXPECT_EQ(back["epochs"][1]["max_rel_error"], "nan");
+}
+
+TEST(Format, JsonNumber) {
+  EXPECT_EQ(json_number(1.5), json(1.5));
+  EXPECT_EQ(json_number(std::numeric_limits<double>::quiet_NaN()), json("nan"));
+  EXPECT_EQ(json_number(-std::numeric_limits<double>::quiet_NaN()), json("nan"));
+  EXPECT_EQ(json_number(std::numeric_limits<double>::infinity()), json("inf"));
+  EXPECT_EQ(json_number(-std::numeric_limits<double>::infinity()), json("-inf"));
+}
+
+TEST(Format, HumanSpellings) {
+  EXPECT_EQ(format_error_value(0.0031), "3.10e-03");
+  EXPECT_EQ(format_error_value(0.0), "0");
+  EXPECT_EQ(format_error_value(std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(format_percent(0.875), "87.5%");
+  EXPECT_EQ(format_duration(0.0005), "500 us");
+  EXPECT_EQ(format_duration(0.0123), "12.3 ms");
+  EXPECT_EQ(format_duration(2.5), "2.500 s");
+}
+
+}  // namespace
+}  // namespace kv

@@ -1,0 +1,59 @@
+// sample_result.h — a RunResult with every field set to a distinct value, for the report tests.
+#pragma once
+
+#include "report/run_result.h"
+
+namespace kv::test {
+
+inline RunResult sample_result() {
+  RunResult r;
+  r.scenario = "sample";
+  r.scenario_path = "scenarios/sample.json";
+  r.device = "host";
+  r.seed = 1234567890123ull;
+  r.regressions = {"new-blocks-not-zeroed", "padded-rows-in-reduction"};
+  r.expected = Expectation::corrupt;
+  r.verdict = Verdict::corrupt;
+  r.tolerance = 0.02;
+  r.reference_mode = "full";
+  EpochStats e1;
+  e1.epoch = 1;
+  e1.requests = 8;
+  e1.clean_requests = 8;
+  e1.clean_request_fraction = 1.0;
+  e1.nonfinite_outputs = 0;
+  e1.max_rel_error = 0.0031;
+  e1.steps = 41;
+  e1.graph_replays = 30;
+  e1.preemptions = 2;
+  e1.tokens = 300;
+  e1.prefix_hit_blocks = 5;
+  e1.seconds = 0.0123;
+  e1.check_seconds = 0.004;
+  EpochStats e2 = e1;
+  e2.epoch = 2;
+  e2.clean_requests = 3;
+  e2.clean_request_fraction = 0.375;
+  e2.nonfinite_outputs = 123456789012;
+  e2.max_rel_error = std::numeric_limits<double>::quiet_NaN();
+  e2.first_bad_step = 7;
+  r.epochs = {e1, e2};
+  Failure f;
+  f.epoch = 2;
+  f.step = 7;
+  f.request = 3;
+  f.position = 17;
+  f.layer = 0;
+  f.head = 1;
+  f.op = "paged_decode";
+  f.check = "nonfinite";
+  f.value = std::numeric_limits<double>::quiet_NaN();
+  f.tolerance = 0.02;
+  f.padded_batch = true;
+  f.detail = "row 3 of a replay padded to 4";
+  r.first_failure = f;
+  r.seconds = 0.5;
+  return r;
+}
+
+}  // namespace kv::test

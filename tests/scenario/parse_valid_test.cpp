@@ -1,0 +1,214 @@
+// parse_valid_test.cpp — scenarios that must parse: every field set, every field defaulted, the
+// short forms (a number for a range or a layer list), loading from a file.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "scenario/parse.h"
+
+namespace kv {
+namespace {
+
+Scenario parse_ok(std::string_view text, std::string path = "") {
+  auto r = parse_scenario(text, std::move(path));
+  if (auto* e = std::get_if<ScenarioError>(&r)) {
+    ADD_FAILURE() << format_error(*e, "<text>");
+    return {};
+  }
+  return std::get<Scenario>(r);
+}
+
+constexpr std::string_view kFull = R"({
+  "format": 1,
+  "name": "full",
+  "description": "every key set",
+  "seed": 18446744073709551615,
+  "model": {"layers": ["attention", "attention", "attention"], "num_q_heads": 8,
+            "num_kv_heads": 2, "head_dim": 32, "hidden_size": 128, "vocab_size": 300,
+            "weight_seed": 7},
+  "cache": {"num_blocks": 100, "block_size": 8, "dtype": "f16", "layout": "interleaved"},
+  "engine": {"max_running_requests": 16, "max_tokens_per_step": 512, "prefix_caching": false,
+             "zero_new_blocks": ["mla"],
+             "cuda_graphs": {"mode": "decode", "capture_sizes": [1, 2, 4, 8, 16]},
+             "zero_init_outputs": true, "max_decode_splits": 8},
+  "workload": {"requests": 20, "prompt_len": [16, 64], "new_tokens": 12, "arrival_step": [0, 5],
+               "prefix_groups": 3, "shared_prefix_len": 16, "epochs": 4},
+  "faults": {"freed_blocks": "nan", "padded_rows": "inf", "unwritten_outputs": "random"},
+  "regressions": ["new-blocks-not-zeroed", "padded-rows-in-reduction"],
+  "checks": {"nonfinite": true, "drift": false, "tokens": false, "tolerance": 0.02},
+  "expect": "corrupt"
+})";
+
+TEST(ParseScenario, FullScenarioSetsEveryField) {
+  const Scenario s = parse_ok(kFull, "scenarios/full.json");
+  EXPECT_EQ(s.format, 1);
+  EXPECT_EQ(s.name, "full");
+  EXPECT_EQ(s.description, "every key set");
+  EXPECT_EQ(s.source_path, "scenarios/full.json");
+  EXPECT_EQ(s.seed, 18446744073709551615ull);
+
+  EXPECT_EQ(s.model.layers, std::vector<LayerKind>(3, LayerKind::attention));
+  EXPECT_EQ(s.model.num_q_heads, 8);
+  EXPECT_EQ(s.model.num_kv_heads, 2);
+  EXPECT_EQ(s.model.head_dim, 32);
+  EXPECT_EQ(s.model.hidden_size, 128);
+  EXPECT_EQ(s.model.vocab_size, 300);
+  EXPECT_EQ(s.model.weight_seed, 7u);
+
+  EXPECT_EQ(s.cache.num_blocks, 100);
+  EXPECT_EQ(s.cache.block_size, 8);
+  EXPECT_EQ(s.cache.dtype, DType::f16);
+  EXPECT_EQ(s.cache.layout, KvLayout::interleaved);
+
+  EXPECT_EQ(s.engine.max_running_requests, 16);
+  EXPECT_EQ(s.engine.max_tokens_per_step, 512);
+  EXPECT_FALSE(s.engine.prefix_caching);
+  EXPECT_EQ(s.engine.zero_new_blocks, std::vector<LayerKind>{LayerKind::mla});
+  EXPECT_EQ(s.engine.cuda_graphs.mode, GraphMode::decode);
+  EXPECT_EQ(s.engine.cuda_graphs.capture_sizes, (std::vector<int32_t>{1, 2, 4, 8, 16}));
+  EXPECT_TRUE(s.engine.zero_init_outputs);
+  EXPECT_EQ(s.engine.max_decode_splits, 8);
+
+  EXPECT_EQ(s.workload.num_requests, 20);
+  EXPECT_EQ(s.workload.prompt_len.min, 16);
+  EXPECT_EQ(s.workload.prompt_len.max, 64);
+  EXPECT_EQ(s.workload.new_tokens.min, 12);  // a single number n means [n, n]
+  EXPECT_EQ(s.workload.new_tokens.max, 12);
+  EXPECT_EQ(s.workload.arrival_step.min, 0);
+  EXPECT_EQ(s.workload.arrival_step.max, 5);
+  EXPECT_EQ(s.workload.prefix_groups, 3);
+  EXPECT_EQ(s.workload.shared_prefix_len, 16);
+  EXPECT_EQ(s.workload.epochs, 4);
+
+  EXPECT_EQ(s.faults.freed_blocks, PoisonPattern::nan);
+  EXPECT_EQ(s.faults.padded_rows, PoisonPattern::inf);
+  EXPECT_EQ(s.faults.unwritten_outputs, PoisonPattern::random_bits);
+
+  EXPECT_EQ(s.regressions,
+            (std::vector<std::string>{"new-blocks-not-zeroed", "padded-rows-in-reduction"}));
+  EXPECT_TRUE(s.checks.nonfinite);
+  EXPECT_FALSE(s.checks.drift);
+  EXPECT_FALSE(s.checks.tokens);
+  ASSERT_TRUE(s.checks.tolerance.has_value());
+  EXPECT_DOUBLE_EQ(*s.checks.tolerance, 0.02);
+  EXPECT_EQ(s.expect, Expectation::corrupt);
+}
+
+TEST(ParseScenario, MinimalScenarioGetsEveryDefault) {
+  const Scenario s = parse_ok(R"({"format": 1})", "some/dir/smoke.v2.json");
+  EXPECT_EQ(s.name, "smoke.v2");  // the file's stem
+  EXPECT_EQ(s.description, "");
+  EXPECT_EQ(s.seed, 0u);
+  EXPECT_EQ(s.model.layers, std::vector<LayerKind>(2, LayerKind::attention));
+  EXPECT_EQ(s.model.num_q_heads, 4);
+  EXPECT_EQ(s.model.num_kv_heads, 2);
+  EXPECT_EQ(s.model.head_dim, 16);
+  EXPECT_EQ(s.model.hidden_size, 64);
+  EXPECT_EQ(s.model.vocab_size, 128);
+  EXPECT_EQ(s.model.weight_seed, 1u);
+  EXPECT_EQ(s.cache.num_blocks, 64);
+  EXPECT_EQ(s.cache.block_size, 16);
+  EXPECT_EQ(s.cache.dtype, DType::bf16);
+  EXPECT_EQ(s.cache.layout, KvLayout::plain);
+  EXPECT_EQ(s.engine.max_running_requests, 8);
+  EXPECT_EQ(s.engine.max_tokens_per_step, 256);
+  EXPECT_TRUE(s.engine.prefix_caching);
+  EXPECT_EQ(s.engine.zero_new_blocks,
+            (std::vector<LayerKind>{LayerKind::attention, LayerKind::mla}));
+  EXPECT_EQ(s.engine.cuda_graphs.mode, GraphMode::off);
+  EXPECT_TRUE(s.engine.cuda_graphs.capture_sizes.empty());
+  EXPECT_FALSE(s.engine.zero_init_outputs);
+  EXPECT_EQ(s.engine.max_decode_splits, 4);
+  EXPECT_EQ(s.workload.num_requests, 8);
+  EXPECT_EQ(s.workload.prompt_len.min, 8);
+  EXPECT_EQ(s.workload.prompt_len.max, 32);
+  EXPECT_EQ(s.workload.new_tokens.min, 4);
+  EXPECT_EQ(s.workload.new_tokens.max, 16);
+  EXPECT_EQ(s.workload.arrival_step.max, 0);
+  EXPECT_EQ(s.workload.epochs, 1);
+  EXPECT_EQ(s.faults.freed_blocks, PoisonPattern::none);
+  EXPECT_TRUE(s.regressions.empty());
+  EXPECT_TRUE(s.checks.nonfinite && s.checks.drift && s.checks.tokens);
+  EXPECT_FALSE(s.checks.tolerance.has_value());
+  EXPECT_EQ(s.expect, Expectation::clean);
+}
+
+TEST(ParseScenario, NameDefaultsWithoutAPath) {
+  EXPECT_EQ(parse_ok(R"({"format": 1})").name, "scenario");
+}
+
+TEST(ParseScenario, ShortFormsAndIntegralFloats) {
+  const Scenario s = parse_ok(R"({"format": 1.0, "model": {"layers": 5, "head_dim": 64.0},
+                                  "engine": {"zero_new_blocks": []}})");
+  EXPECT_EQ(s.model.layers, std::vector<LayerKind>(5, LayerKind::attention));
+  EXPECT_EQ(s.model.head_dim, 64);  // 64.0 is an integral number, as in JSON Schema
+  EXPECT_TRUE(s.engine.zero_new_blocks.empty());
+}
+
+TEST(ParseScenario, CacheExactlyLargeEnoughForTheLongestRequest) {
+  // 64 + 16 tokens = 5 blocks of 16, plus the null block: 6 is the smallest pool that works.
+  EXPECT_EQ(parse_ok(R"({"format": 1, "cache": {"num_blocks": 6, "block_size": 16},
+                         "workload": {"prompt_len": [8, 64], "new_tokens": [1, 16]}})")
+                .cache.num_blocks,
+            6);
+}
+
+TEST(ParseScenario, EnumsPrintAsTheyAreSpelt) {
+  EXPECT_STREQ(to_string(LayerKind::mla), "mla");
+  EXPECT_STREQ(to_string(DType::bf16), "bf16");
+  EXPECT_STREQ(to_string(DType::fp8_e4m3), "fp8_e4m3");
+  EXPECT_STREQ(to_string(KvLayout::interleaved), "interleaved");
+  EXPECT_STREQ(to_string(GraphMode::decode), "decode");
+  EXPECT_STREQ(to_string(PoisonPattern::random_bits), "random");
+  EXPECT_STREQ(to_string(Expectation::corrupt), "corrupt");
+}
+
+class LoadScenario : public ::testing::Test {
+ protected:
+  std::filesystem::path dir_ = std::filesystem::path(::testing::TempDir()) / "kvcheck-load-test";
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const auto path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+TEST_F(LoadScenario, ReadsAFileAndNamesItAfterIt) {
+  const auto r = load_scenario(write("tiny-cache.json", R"({"format": 1, "seed": 3})"));
+  ASSERT_TRUE(std::holds_alternative<Scenario>(r));
+  EXPECT_EQ(std::get<Scenario>(r).name, "tiny-cache");
+  EXPECT_EQ(std::get<Scenario>(r).seed, 3u);
+}
+
+TEST_F(LoadScenario, MissingFileAndDirectoryAreClearErrors) {
+  const std::string missing = (dir_ / "nope.json").string();
+  const auto r = load_scenario(missing);
+  ASSERT_TRUE(std::holds_alternative<ScenarioError>(r));
+  EXPECT_EQ(format_error(std::get<ScenarioError>(r), missing), missing + ": no such file");
+
+  const auto d = load_scenario(dir_.string());
+  ASSERT_TRUE(std::holds_alternative<ScenarioError>(d));
+  EXPECT_NE(std::get<ScenarioError>(d).message.find("is a directory"), std::string::npos);
+}
+
+TEST_F(LoadScenario, EmptyFileIsASyntaxErrorAtLineOne) {
+  const auto r = load_scenario(write("empty.json", ""));
+  ASSERT_TRUE(std::holds_alternative<ScenarioError>(r));
+  EXPECT_EQ(std::get<ScenarioError>(r).message.rfind("line 1, column 1: ", 0), 0u)
+      << std::get<ScenarioError>(r).message;
+}
+
+TEST(FormatError, JoinsPathPointerAndMessage) {
+  EXPECT_EQ(format_error({"/cache/block_size", "got 0, expected an integer from 1 to 256"},
+                         "scenarios/x.json"),
+            "scenarios/x.json: /cache/block_size: got 0, expected an integer from 1 to 256");
+  EXPECT_EQ(format_error({"", "line 2, column 3: oops"}, "x.json"), "x.json: line 2, column 3: oops");
+  EXPECT_EQ(format_error({"/seed", "bad"}, ""), "/seed: bad");
+}
+
+}  // namespace
+}  // namespace kv
