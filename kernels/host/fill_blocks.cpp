@@ -28,20 +28,28 @@ void fill_code(unsigned char* dst, size_t bytes, uint32_t code, int size) {
 
 uint32_t nan_code(DType t) {
   switch (t) {
-    case DType::f32: return 0x7fc00000u;
-    case DType::f16: return 0x7e00u;
-    case DType::bf16: return 0x7fc0u;
-    case DType::fp8_e4m3: return 0x7fu;
+    case DType::f32:
+      return 0x7fc00000u;
+    case DType::f16:
+      return 0x7e00u;
+    case DType::bf16:
+      return 0x7fc0u;
+    case DType::fp8_e4m3:
+      return 0x7fu;
   }
   return 0;
 }
 
 uint32_t inf_code(DType t) {
   switch (t) {
-    case DType::f32: return 0x7f800000u;
-    case DType::f16: return 0x7c00u;
-    case DType::bf16: return 0x7f80u;
-    case DType::fp8_e4m3: return 0x7fu;  // e4m3fn has no Inf; NaN is the closest poison
+    case DType::f32:
+      return 0x7f800000u;
+    case DType::f16:
+      return 0x7c00u;
+    case DType::bf16:
+      return 0x7f80u;
+    case DType::fp8_e4m3:
+      return 0x7fu;  // e4m3fn has no Inf; NaN is the closest poison
   }
   return 0;
 }
@@ -50,9 +58,15 @@ void fill_pattern(void* dst, size_t bytes, FillPattern pattern, DType dtype, uin
                   uint64_t stream) {
   unsigned char* d = static_cast<unsigned char*>(dst);
   switch (pattern) {
-    case FillPattern::zero: memset(d, 0, bytes); break;
-    case FillPattern::nan: fill_code(d, bytes, nan_code(dtype), dtype_size(dtype)); break;
-    case FillPattern::inf: fill_code(d, bytes, inf_code(dtype), dtype_size(dtype)); break;
+    case FillPattern::zero:
+      memset(d, 0, bytes);
+      break;
+    case FillPattern::nan:
+      fill_code(d, bytes, nan_code(dtype), dtype_size(dtype));
+      break;
+    case FillPattern::inf:
+      fill_code(d, bytes, inf_code(dtype), dtype_size(dtype));
+      break;
     case FillPattern::random_bits: {
       uint64_t state = seed;
       state = splitmix64(state) ^ stream;  // decorrelate (seed, stream) pairs

@@ -20,9 +20,9 @@ namespace kv::host {
 namespace {
 
 struct Scratch {
-  std::vector<float> k, v;      // one tile of one kv head: [block_size][head_dim]
-  std::vector<float> p;         // [block_size]
-  std::vector<float> acc;       // [group][head_dim]
+  std::vector<float> k, v;       // one tile of one kv head: [block_size][head_dim]
+  std::vector<float> p;          // [block_size]
+  std::vector<float> acc;        // [group][head_dim]
   std::vector<SoftmaxState> st;  // [group]
 };
 

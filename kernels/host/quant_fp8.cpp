@@ -32,7 +32,8 @@ void quant_fp8(const QuantFp8Args& a) {
       for (int32_t c = 0; c < a.cols; ++c) y[c] = x[c];
       continue;
     }
-    for (int32_t c = 0; c < a.cols; ++c) y[c] = fp8_e4m3_to_f32(f32_to_fp8_e4m3(x[c] / scale)) * scale;
+    for (int32_t c = 0; c < a.cols; ++c)
+      y[c] = fp8_e4m3_to_f32(f32_to_fp8_e4m3(x[c] / scale)) * scale;
   }
 }
 

@@ -15,8 +15,8 @@ namespace kv::host {
 namespace {
 
 // Softmax attention of one query head over keys [0, n) of one kv head; writes o and returns lse.
-float attend(const VarlenAttnArgs& a, const float* qh, const float* k0, const float* v0,
-             int32_t n, std::vector<float>& p, float* o) {
+float attend(const VarlenAttnArgs& a, const float* qh, const float* k0, const float* v0, int32_t n,
+             std::vector<float>& p, float* o) {
   const int32_t hd = a.head_dim;
   for (int32_t i = 0; i < hd; ++i) o[i] = 0.0f;
   if (n == 0) return -INFINITY;
@@ -57,8 +57,8 @@ void varlen_attention(const VarlenAttnArgs& a) {
         const int64_t kv_off = static_cast<int64_t>(k0) * a.kv_row_stride +
                                static_cast<int64_t>(h / group) * a.head_dim;
         a.lse[r * a.num_q_heads + h] =
-            attend(a, a.q + r * a.q_row_stride + static_cast<int64_t>(h) * a.head_dim,
-                   a.k + kv_off, a.v + kv_off, n, p,
+            attend(a, a.q + r * a.q_row_stride + static_cast<int64_t>(h) * a.head_dim, a.k + kv_off,
+                   a.v + kv_off, n, p,
                    a.out + r * a.out_row_stride + static_cast<int64_t>(h) * a.head_dim);
       }
     }

@@ -67,39 +67,30 @@ void Checker::fail(const Where& w, const char* check, double value, double tol, 
   first_failure_ = std::move(f);
 }
 
-void Checker::check_rows(const Where& base, const StepPlan& plan, const StepOutputs& out,
-                         int32_t row, RefSequence& ref) {
-  const int32_t D = s_.model.head_dim, q_dim = s_.model.num_q_heads * D;
-  for (size_t l = 0; l < out.attn_out.size(); ++l) {
-    const float* got = out.attn_out[l].data() + static_cast<size_t>(row) * q_dim;
-    const double* want = ref.attn_out(base.position, static_cast<int32_t>(l));
-    for (int32_t h = 0; h < s_.model.num_q_heads; ++h) {
-      Where w = base;
-      w.layer = static_cast<int32_t>(l);
-      w.head = h;
-      const float* g = got + h * D;
-      if (!all_finite(g, D)) {
-        ++stats_.nonfinite_outputs;
-        stats_.max_rel_error = NAN;
-        if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "attention output is not finite");
-        continue;
-      }
-      const double err = rel_l2(g, want + h * D, D);
-      if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
-      if (s_.checks.drift && !(err <= tol_))
-        fail(w, "drift", err, tol_, fmt::format("relative L2 error {:.3g} > tolerance {:.3g}", err, tol_));
-    }
-    const float* quant = out.quant_out[l].data() + static_cast<size_t>(row) * q_dim;
-    if (!all_finite(quant, q_dim)) {
+void Checker::check_attention(const Where& w, const float* got, const double* want) {
+  const int32_t D = s_.model.head_dim;
+  for (int32_t h = 0; h < s_.model.num_q_heads; ++h) {
+    Where wh = w;
+    wh.head = h;
+    const float* g = got + h * D;
+    if (!all_finite(g, D)) {
       ++stats_.nonfinite_outputs;
       stats_.max_rel_error = NAN;
-      Where w = base;
-      w.layer = static_cast<int32_t>(l);
-      w.op = "quant_fp8";
-      if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "fp8 quantised attention output is not finite");
+      if (s_.checks.nonfinite) fail(wh, "nonfinite", NAN, 0.0, "attention output is not finite");
+      continue;
     }
+    const double err = rel_l2(g, want + h * D, D);
+    if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
+    if (s_.checks.drift && !(err <= tol_))
+      fail(wh, "drift", err, tol_, fmt::format("relative L2 error {:.3g} > tolerance {:.3g}", err, tol_));
   }
-  (void)plan;
+}
+
+void Checker::check_quantised(const Where& w, const float* got) {
+  if (all_finite(got, s_.model.num_q_heads * s_.model.head_dim)) return;
+  ++stats_.nonfinite_outputs;
+  stats_.max_rel_error = NAN;
+  if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "fp8 quantised attention output is not finite");
 }
 
 void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref) {
@@ -141,24 +132,46 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSe
 void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
-  for (size_t j = 0; j < plan.chunks.size(); ++j) {
-    const ScheduledChunk& c = plan.chunks[j];
+  const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
+  // Bring each chunk's reference up to the step's last position.
+  std::vector<RefSequence*> refs;
+  for (const ScheduledChunk& c : plan.chunks) {
     const Request& r = *sched.find(c.request_id);
-    auto it = refs_.try_emplace(r.id, w_, s_.cache.dtype).first;
-    RefSequence& ref = it->second;
+    RefSequence& ref = refs_.try_emplace(r.id, w_, s_.cache.dtype).first->second;
     std::vector<int32_t> tokens(r.prompt);
     tokens.insert(tokens.end(), r.output.begin(), r.output.end());
     ref.extend(tokens, c.start + c.num_tokens);
-    for (int32_t i = 0; i < c.num_tokens; ++i) {
-      const Where w{step, r.id, c.start + i, -1, -1, op_of(c), padded};
-      check_rows(w, plan, out, plan.chunk_first_row[j] + i, ref);
+    refs.push_back(&ref);
+  }
+  // In the order the ops ran, so that the first failure names the op that produced it: layer by
+  // layer, the attention output of every row, then the batch-wide fp8 op over every row.
+  for (size_t l = 0; l < out.attn_out.size(); ++l) {
+    const int32_t layer = static_cast<int32_t>(l);
+    for (size_t j = 0; j < plan.chunks.size(); ++j) {
+      const ScheduledChunk& c = plan.chunks[j];
+      for (int32_t i = 0; i < c.num_tokens; ++i) {
+        const size_t row = static_cast<size_t>(plan.chunk_first_row[j] + i);
+        const Where w{step, c.request_id, c.start + i, layer, -1, op_of(c), padded};
+        check_attention(w, out.attn_out[l].data() + row * q_dim, refs[j]->attn_out(c.start + i, layer));
+      }
     }
-    if (c.samples) {
-      const int32_t row = plan.chunk_first_row[j] + c.num_tokens - 1;
-      const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
-      check_token(w, out.sampled[row], r, ref);
-      if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(it);
+    for (size_t j = 0; j < plan.chunks.size(); ++j) {
+      const ScheduledChunk& c = plan.chunks[j];
+      for (int32_t i = 0; i < c.num_tokens; ++i) {
+        const size_t row = static_cast<size_t>(plan.chunk_first_row[j] + i);
+        check_quantised({step, c.request_id, c.start + i, layer, -1, "quant_fp8", padded},
+                        out.quant_out[l].data() + row * q_dim);
+      }
     }
+  }
+  for (size_t j = 0; j < plan.chunks.size(); ++j) {
+    const ScheduledChunk& c = plan.chunks[j];
+    if (!c.samples) continue;
+    const Request& r = *sched.find(c.request_id);
+    const int32_t row = plan.chunk_first_row[j] + c.num_tokens - 1;
+    const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
+    check_token(w, out.sampled[row], r, *refs[j]);
+    if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(r.id);
   }
 }
 

@@ -41,8 +41,8 @@ class Checker {
     bool padded;
   };
   void fail(const Where& w, const char* check, double value, double tol, std::string detail);
-  void check_rows(const Where& base, const StepPlan& plan, const StepOutputs& out, int32_t row,
-                  RefSequence& ref);
+  void check_attention(const Where& w, const float* got, const double* want);
+  void check_quantised(const Where& w, const float* got);
   void check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref);
 
   const Scenario& s_;

@@ -48,10 +48,11 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     st.preemptions = c.preemptions;
     st.tokens = c.tokens;
     st.prefix_hit_blocks = c.prefix_hit_blocks;
+    st.blocks_allocated = c.blocks_allocated;
     st.seconds = seconds_since(t_epoch);
     st.check_seconds = check_seconds;
-    spdlog::debug("epoch {}: {} steps, {} tokens, clean {}/{}", epoch, st.steps, st.tokens,
-                  st.clean_requests, st.requests);
+    spdlog::debug("epoch {}: {} steps, {} tokens, {} blocks allocated, clean {}/{}", epoch, st.steps,
+                  st.tokens, st.blocks_allocated, st.clean_requests, st.requests);
     if (hooks.on_epoch) hooks.on_epoch(st);
     result.epochs.push_back(st);
   }

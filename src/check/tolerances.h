@@ -7,24 +7,29 @@
 // a rounding boundary (the engine rounds a float32 value, the reference a float64 one: one ulp of
 // the cache dtype, on rare elements), and the same for the fp8 activation quantisation between
 // layers (one e4m3 step, 6-12% of one element, on rare elements), which then moves the next
-// layer's inputs by a fraction of a percent. The defaults sit a factor of a few above the largest
-// error measured over many clean seeds (results/tolerances.md) and far below what any modelled
-// corruption produces (missing or foreign keys and values give errors of order 0.1 to 1, stale
-// bytes give NaN/Inf or huge values).
+// layer's inputs by up to about a percent. The defaults sit a factor of a few above the largest
+// error measured over many clean seeds and well below what the modelled corruptions produce
+// (missing or foreign keys and values: 0.07 to 1 and growing; stale bytes: NaN/Inf).
 #pragma once
 
 #include "kernels/dtype.cuh"
 
 namespace kv {
 
+// Measured with scripts/measure-tolerances.py (20 seeds x 8 scenarios per dtype, results/
+// tolerances.md): the largest clean error was 9.5e-4 (f32), 1.04e-2 (f16), 1.35e-2 (bf16). The
+// f16/bf16 worst cases are single-key rows of layer 1 (position 0: the output is one V row, no
+// averaging), where a V element one cache-ulp apart flips one fp8 step of layer 0's output and
+// moves layer 1's inputs. The defaults keep about 3x (f16/bf16) and 10x (f32) headroom; the
+// smallest corruption the regression scenarios produce at their first failure is 6.7e-2.
 inline double default_drift_tolerance(DType cache_dtype) {
   switch (cache_dtype) {
-    case DType::f32: return 1e-2;   // fp8 activation steps dominate, not the cache
-    case DType::f16: return 1e-2;   // f16 ulp 2^-11: below the fp8 steps
-    case DType::bf16: return 2e-2;  // bf16 ulp 2^-8 on rare K/V elements, plus the fp8 steps
-    case DType::fp8_e4m3: return 5e-2;
+    case DType::f32: return 1e-2;
+    case DType::f16: return 4e-2;
+    case DType::bf16: return 4e-2;
+    case DType::fp8_e4m3: return 8e-2;  // not yet measured: fp8 caches arrive with the MLA work
   }
-  return 2e-2;
+  return 4e-2;
 }
 
 // A sampled token is accepted when the reference's logit for it is within this fraction of the

@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 
 namespace kv::cli {
 

@@ -1,4 +1,5 @@
 // cmd_run.cpp — `kvcheck run FILE...`: its options; the work is in run_scenarios.cpp.
+#include <charconv>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -22,13 +23,28 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
       ->check(CLI::IsMember({"host", "cuda", "auto"}))
       ->capture_default_str();
+  // CLI11 2.1 turns "-1" into 2^64-1 and saturates on overflow for an unsigned target; a seed
+  // must be exactly a uint64 in decimal.
+  const CLI::Validator uint64_only(
+      [](std::string& s) {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+          return "expected an integer from 0 to 18446744073709551615, got " + s;
+        return std::string();
+      },
+      "", "UINT64");
   CLI::Option* seed_opt =
-      app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)");
+      app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
+          ->check(uint64_only);
+  // The same range the scenario parser accepts for workload.epochs (src/scenario/fields.cpp).
   CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
-                                ->check(CLI::PositiveNumber);
+                                ->check(CLI::Range(1, 1000));
   CLI::Option* regression_opt = app->add_option(
       "--regression", *regressions,
-      "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`");
+      "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`")
+      // One name per flag, so `run --regression X file.json` does not read the file as a name.
+      ->allow_extra_args(false);
   auto no_regressions = std::make_shared<bool>(false);
   CLI::Option* none_opt = app->add_flag("--no-regressions", *no_regressions,
                                         "Run with every regression off (replaces the list)");

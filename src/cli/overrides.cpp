@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 #include "scenario/suggest.h"
 
 namespace kv::cli {

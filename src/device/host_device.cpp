@@ -76,19 +76,39 @@ void HostDevice::submit(Op op) {
 }
 
 // Each op captures its descriptor by value: a replay sees the same pointers, new contents.
-void HostDevice::write_kv(const WriteKvArgs& a) { submit([a] { host::write_kv(a); }); }
-void HostDevice::paged_decode(const PagedDecodeArgs& a) { submit([a] { host::paged_decode(a); }); }
-void HostDevice::gather_kv(const GatherKvArgs& a) { submit([a] { host::gather_kv(a); }); }
+void HostDevice::write_kv(const WriteKvArgs& a) {
+  submit([a] { host::write_kv(a); });
+}
+void HostDevice::paged_decode(const PagedDecodeArgs& a) {
+  submit([a] { host::paged_decode(a); });
+}
+void HostDevice::gather_kv(const GatherKvArgs& a) {
+  submit([a] { host::gather_kv(a); });
+}
 void HostDevice::varlen_attention(const VarlenAttnArgs& a) {
   submit([a] { host::varlen_attention(a); });
 }
-void HostDevice::merge_states(const MergeStatesArgs& a) { submit([a] { host::merge_states(a); }); }
-void HostDevice::fill_blocks(const FillBlocksArgs& a) { submit([a] { host::fill_blocks(a); }); }
-void HostDevice::quant_fp8(const QuantFp8Args& a) { submit([a] { host::quant_fp8(a); }); }
-void HostDevice::embed(const EmbedArgs& a) { submit([a] { host::embed(a); }); }
-void HostDevice::rms_norm(const RmsNormArgs& a) { submit([a] { host::rms_norm(a); }); }
-void HostDevice::linear(const LinearArgs& a) { submit([a] { host::linear(a); }); }
-void HostDevice::argmax(const ArgmaxArgs& a) { submit([a] { host::argmax(a); }); }
+void HostDevice::merge_states(const MergeStatesArgs& a) {
+  submit([a] { host::merge_states(a); });
+}
+void HostDevice::fill_blocks(const FillBlocksArgs& a) {
+  submit([a] { host::fill_blocks(a); });
+}
+void HostDevice::quant_fp8(const QuantFp8Args& a) {
+  submit([a] { host::quant_fp8(a); });
+}
+void HostDevice::embed(const EmbedArgs& a) {
+  submit([a] { host::embed(a); });
+}
+void HostDevice::rms_norm(const RmsNormArgs& a) {
+  submit([a] { host::rms_norm(a); });
+}
+void HostDevice::linear(const LinearArgs& a) {
+  submit([a] { host::linear(a); });
+}
+void HostDevice::argmax(const ArgmaxArgs& a) {
+  submit([a] { host::argmax(a); });
+}
 
 void HostDevice::memset_async(void* dst, size_t bytes, FillPattern pattern) {
   submit([dst, bytes, pattern] { host::fill_pattern(dst, bytes, pattern, DType::f32, 0, 0); });

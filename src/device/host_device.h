@@ -1,5 +1,6 @@
-// host_device.h — the CPU device: runs the host ops of kernels/host over plain memory, with memory
-// and graph semantics that behave like a GPU's, so stale-data and stale-address bugs reproduce.
+// host_device.h — the CPU device: runs the host ops of kernels/host over plain memory, with
+// memory and graph semantics that behave like a GPU's, so stale-data and stale-address bugs
+// reproduce.
 //
 // Memory: a caching allocator. alloc() hands back a released buffer of the same 256-byte size
 // class when there is one, old bytes and all; otherwise fresh, zeroed memory. Buffers allocated

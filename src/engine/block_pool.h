@@ -23,7 +23,7 @@ namespace kv {
 class BlockPool {
  public:
   static constexpr int32_t kNullBlock = 0;
-  static constexpr uint64_t kRootHash = 0x6b7663616368ull;  // parent hash of a sequence's first block
+  static constexpr uint64_t kRootHash = 0x6b7663616368ull;  // parent of a sequence's first block
 
   BlockPool(int32_t num_blocks, bool prefix_caching);
 

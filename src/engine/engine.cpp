@@ -65,6 +65,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
   EpochCounters c;
   Scheduler sched(s_.engine, s_.cache.block_size, pool_);
   for (auto& r : requests) sched.add(&r);
+  const int64_t allocations_before = pool_.num_allocations();
   int32_t step = 0;
   while (sched.has_unfinished()) {
     SchedulerOutput out = sched.schedule(step);
@@ -97,6 +98,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     ++c.steps;
     ++step;
   }
+  c.blocks_allocated = pool_.num_allocations() - allocations_before;
   return c;
 }
 

@@ -11,7 +11,7 @@
 #include "engine/block_pool.h"
 #include "engine/model_runner.h"
 #include "engine/model_weights.h"
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"
@@ -29,6 +29,7 @@ struct EpochCounters {
   int32_t graph_replays = 0;
   int32_t preemptions = 0;
   int32_t prefix_hit_blocks = 0;
+  int64_t blocks_allocated = 0;
   int64_t tokens = 0;
 };
 

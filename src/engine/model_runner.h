@@ -14,7 +14,7 @@
 #include "device/device.h"
 #include "device/device_buffer.h"
 #include "engine/model_weights.h"
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 #include "engine/step_plan.h"
 #include "scenario/scenario.h"
 

@@ -122,8 +122,8 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
     const int32_t n = std::min(r->num_tokens() - start, budget);
     const int32_t need = blocks_for(start + n) - num_hits;
     // Hit blocks with no user sit in the free queue: touching them takes them out of it.
-    const auto unused_hits = static_cast<int32_t>(
-        std::count_if(hits.begin(), hits.end(), [&](int32_t b) { return pool_.ref_count(b) == 0; }));
+    const auto unused_hits = static_cast<int32_t>(std::count_if(
+        hits.begin(), hits.end(), [&](int32_t b) { return pool_.ref_count(b) == 0; }));
     if (pool_.num_free_blocks() - unused_hits < need) break;  // FCFS: nobody overtakes it
 
     pool_.touch(hits);

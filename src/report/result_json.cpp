@@ -39,6 +39,7 @@ json to_json(const EpochStats& e) {
       {"preemptions", e.preemptions},
       {"tokens", e.tokens},
       {"prefix_hit_blocks", e.prefix_hit_blocks},
+      {"blocks_allocated", e.blocks_allocated},
       {"seconds", json_number(e.seconds)},
       {"check_seconds", json_number(e.check_seconds)},
   };

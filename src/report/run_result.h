@@ -42,6 +42,7 @@ struct EpochStats {
   int32_t preemptions = 0;
   int64_t tokens = 0;                       // tokens computed (prefill + decode)
   int32_t prefix_hit_blocks = 0;
+  int64_t blocks_allocated = 0;             // blocks handed out by the pool (cache fills x blocks)
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
 };

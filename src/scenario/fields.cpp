@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 
 namespace kv {
 namespace {
@@ -113,7 +113,8 @@ Field<T> range(std::string_view key, Range T::*member, int32_t lo, int32_t hi) {
             const Range r{read_int(v[0], child_pointer(p, 0), lo, hi),
                           read_int(v[1], child_pointer(p, 1), lo, hi)};
             if (r.max < r.min)
-              fail(p, fmt::format("got {}, but max {} is below min {}", describe(v), r.max, r.min));
+              fail(p, fmt::format("got [{}, {}], but max {} is below min {}", r.min, r.max, r.max,
+                                  r.min));
             out.*member = r;
           }, {}};
 }
@@ -181,7 +182,7 @@ void read_regressions(const Json& v, const std::string& p, Scenario& out) {
 }
 
 void read_format(const Json& v, const std::string& p, Scenario& out) {
-  if (!(v.is_number() && v == kScenarioFormat))
+  if (!(v.is_number() && v == kScenarioFormat))  // 1.0 == 1, as for every integer
     fail(p, fmt::format("got {}, expected {} (the only format version this build reads)",
                         describe(v), kScenarioFormat));
   out.format = kScenarioFormat;
@@ -303,6 +304,15 @@ const Fields<Scenario>& scenario_fields() {
 
 void read_scenario_fields(const Json& doc, Scenario& out) {
   read_object(scenario_fields(), doc, "", out);
+}
+
+void check_format(const Json& doc) {
+  if (!doc.contains("format"))
+    fail("/format", fmt::format("missing; every scenario must say which format it is written in "
+                                "(\"format\": {})",
+                                kScenarioFormat));
+  Scenario unused;
+  read_format(doc["format"], "/format", unused);
 }
 
 std::map<std::string, std::vector<std::string>> known_scenario_keys() {

@@ -12,4 +12,8 @@ namespace kv {
 // relations between fields are validate_scenario()'s. Throws ScenarioFailure.
 void read_scenario_fields(const Json& doc, Scenario& out);
 
+// The key that decides how everything else is read, checked before anything else: a file of
+// another version (or of none) gets this one message rather than one about some other key.
+void check_format(const Json& doc);
+
 }  // namespace kv

@@ -11,11 +11,15 @@ namespace {
 
 // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 2:
 // syntax error while parsing …"; keep what follows the location, which is the useful part.
+// Bytes outside ASCII become '?': the "last read" part may quote the invalid UTF-8 that caused
+// the error, and a message must print cleanly.
 std::string parser_reason(const std::string& what) {
   const std::size_t start = what.find("parse error");
-  if (start == std::string::npos) return what;
-  const std::size_t colon = what.find(": ", start);
-  return colon == std::string::npos ? what : what.substr(colon + 2);
+  const std::size_t colon = start == std::string::npos ? start : what.find(": ", start);
+  std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
+  for (char& c : reason)
+    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+  return reason;
 }
 
 // Follows the parser's events to know the pointer of the value being read and the keys already

@@ -112,7 +112,8 @@ int32_t read_int(const Json& v, const std::string& pointer, int32_t lo, int32_t 
 
 uint64_t read_uint64(const Json& v, const std::string& pointer) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (std::trunc(d) == d && d >= 0.0 && d < 18446744073709551616.0)  // 2^64

@@ -20,19 +20,6 @@ namespace {
 // A scenario is a page of JSON; anything this big is the wrong file, not a scenario.
 constexpr std::uintmax_t kMaxFileBytes = 4u << 20;
 
-// The key that decides how everything else is read comes first: a file of another version (or
-// no version) gets that one message rather than a confusing one about some other key.
-void check_format(const Json& doc) {
-  if (!doc.contains("format"))
-    fail("/format", fmt::format("missing; every scenario must say which format it is written in "
-                                "(\"format\": {})",
-                                kScenarioFormat));
-  const Json& v = doc["format"];
-  if (!(v.is_number() && v == kScenarioFormat))
-    fail("/format", fmt::format("got {}, expected {} (the only format version this build reads)",
-                                describe(v), kScenarioFormat));
-}
-
 Scenario default_scenario(const std::string& source_path) {
   Scenario s;
   s.source_path = source_path;
@@ -69,7 +56,7 @@ std::variant<Scenario, ScenarioError> load_scenario(const std::string& path) {
   if (!fs::exists(status))
     return ScenarioError{"", "no such file"};
   if (fs::is_directory(status))
-    return ScenarioError{"", "is a directory, expected a scenario file (.json)"};
+    return ScenarioError{"", "is a directory, not a scenario file"};
   const std::uintmax_t size = fs::file_size(path, ec);
   if (!ec && size > kMaxFileBytes)
     return ScenarioError{"", fmt::format("the file has {} bytes; a scenario is at most {}", size,

@@ -21,7 +21,7 @@ inline constexpr int kScenarioFormat = 1;
 enum class LayerKind { attention, mla, linear };  // mla and linear: parsed names, not yet run
 
 struct ModelSpec {
-  std::vector<LayerKind> layers;  // at least one
+  std::vector<LayerKind> layers = {LayerKind::attention, LayerKind::attention};  // at least one
   int32_t num_q_heads = 4;
   int32_t num_kv_heads = 2;       // divides num_q_heads
   int32_t head_dim = 16;

@@ -1,12 +1,12 @@
 // host_device_test.cpp — HostDevice: GPU-like memory (reuse keeps old bytes, graph pools are
 // private), op dispatch, and graph capture/replay by address.
+#include "device/host_device.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include "device/host_device.h"
 
 namespace kv {
 namespace {

@@ -35,8 +35,9 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
   poison(out);
   poison(lse);
   const float scale = 1.5f / std::sqrt(float(hd));
-  VarlenAttnArgs a{q.data(), q_stride, k.data(), v.data(), kv_stride, qs.data(), ks.data(),
-                   out.data(), out_stride, lse.data(), ns, nq, vc.kv_heads, hd, scale, vc.causal};
+  VarlenAttnArgs a{q.data(),    q_stride,   k.data(),   v.data(),   kv_stride, qs.data(),
+                   ks.data(),   out.data(), out_stride, lse.data(), ns,        nq,
+                   vc.kv_heads, hd,         scale,      vc.causal};
   host::varlen_attention(a);
 
   for (int32_t s = 0; s < ns; ++s)
@@ -61,7 +62,8 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
         }
         const float* o = &out[r * out_stride + h * hd];
         const float l = lse[r * nq + h];
-        SCOPED_TRACE(testing::Message() << "seq " << s << " query " << j << " head " << h << " keys " << n);
+        SCOPED_TRACE(testing::Message()
+                     << "seq " << s << " query " << j << " head " << h << " keys " << n);
         if (n == 0) {  // the empty state, exactly
           for (int32_t f = 0; f < hd; ++f) ASSERT_EQ(o[f], 0.0f);
           ASSERT_EQ(l, -INFINITY);
@@ -115,9 +117,10 @@ struct MergeCase {
   }
   MergeStatesArgs args(bool with_lse) {
     return {oa.data(), la.data(), ob.data(), lb.data(), out.data(), with_lse ? lse.data() : nullptr,
-            stride, rows, merge, heads, hd};
+            stride,    rows,      merge,     heads,     hd};
   }
-  void set_state(std::vector<float>& o, std::vector<float>& l, int32_t r, int32_t h, float value, float lse_v) {
+  void set_state(std::vector<float>& o, std::vector<float>& l, int32_t r, int32_t h, float value,
+                 float lse_v) {
     for (int32_t f = 0; f < hd; ++f) o[r * stride + h * hd + f] = value;
     l[r * heads + h] = lse_v;
   }
@@ -145,18 +148,23 @@ TEST(MergeStates, MergesContextRowsAndCopiesTheRest) {
           const double ea = std::exp(a - mx), eb = std::exp(b - mx);
           lse_ref = mx + std::log(ea + eb);
           for (int32_t f = 0; f < m.hd; ++f)
-            ref[f] = (ea * m.oa[r * m.stride + h * m.hd + f] + eb * m.ob[r * m.stride + h * m.hd + f]) / (ea + eb);
+            ref[f] =
+                (ea * m.oa[r * m.stride + h * m.hd + f] + eb * m.ob[r * m.stride + h * m.hd + f]) /
+                (ea + eb);
         } else {
           for (int32_t f = 0; f < m.hd; ++f) ref[f] = m.ob[r * m.stride + h * m.hd + f];
         }
         // One exp, a division and a weighted sum in float: a few ulps.
         const double err = rel_l2(o, ref.data(), m.hd);
         ASSERT_FALSE(!(err <= 1e-6)) << r << " " << h << " " << err;
-        if (with_lse) ASSERT_FALSE(!(std::fabs(m.lse[li] - lse_ref) <= 1e-5)) << r << " " << h;
-        else ASSERT_TRUE(is_poison(m.lse[li]));
+        if (with_lse)
+          ASSERT_FALSE(!(std::fabs(m.lse[li] - lse_ref) <= 1e-5)) << r << " " << h;
+        else
+          ASSERT_TRUE(is_poison(m.lse[li]));
       }
     for (int32_t r = 0; r < m.rows; ++r)
-      for (int32_t i = m.heads * m.hd; i < m.stride; ++i) ASSERT_TRUE(is_poison(m.out[r * m.stride + i]));
+      for (int32_t i = m.heads * m.hd; i < m.stride; ++i)
+        ASSERT_TRUE(is_poison(m.out[r * m.stride + i]));
   }
 }
 
@@ -177,8 +185,8 @@ TEST(MergeStates, TwoEmptyStatesGiveZeroAndMinusInfinity) {
 TEST(MergeStates, NanInAnInputStaysNan) {
   Rng rng(35);
   MergeCase m(rng);
-  m.oa[1 * m.stride + 0 * m.hd + 4] = NAN;  // NaN output, finite lse
-  m.la[4 * m.heads + 1] = NAN;              // NaN lse
+  m.oa[1 * m.stride + 0 * m.hd + 4] = NAN;        // NaN output, finite lse
+  m.la[4 * m.heads + 1] = NAN;                    // NaN lse
   m.set_state(m.oa, m.la, 5, 2, NAN, -INFINITY);  // NaN output behind an lse of -inf: 0 × NaN
   host::merge_states(m.args(true));
   EXPECT_TRUE(std::isnan(m.out[1 * m.stride + 4]));

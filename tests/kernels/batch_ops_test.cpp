@@ -12,7 +12,9 @@ struct QuantCase {
   int32_t rows = 8, cols = 37, stride = 40;
   std::vector<float> x, y;
   float scale = -1.0f;
-  QuantCase(Rng& rng) : x(random_floats(rng, size_t(rows) * stride, -5, 5)), y(x.size()) { poison(y); }
+  QuantCase(Rng& rng) : x(random_floats(rng, size_t(rows) * stride, -5, 5)), y(x.size()) {
+    poison(y);
+  }
   QuantFp8Args args(int32_t num_rows, const int32_t* amax_rows, int32_t fixed) {
     return {x.data(), y.data(), stride, cols, num_rows, amax_rows, fixed, &scale};
   }
@@ -34,7 +36,8 @@ TEST(QuantFp8, QuantisesRealRowsWithinHalfAnFp8Ulp) {
         continue;
       }
       // e4m3: relative error <= 2^-4 for normals, absolute <= scale * 2^-10 below 2^-6 * scale.
-      ASSERT_FALSE(!(std::fabs(y - x) <= std::fabs(x) * 0.0625f + c.scale * 0.0009765625f)) << x << " " << y;
+      ASSERT_FALSE(!(std::fabs(y - x) <= std::fabs(x) * 0.0625f + c.scale * 0.0009765625f))
+          << x << " " << y;
     }
   EXPECT_FALSE(!(std::fabs(c.y[2 * c.stride + 7] + 9.0f) <= 1e-5f));  // amax maps to ±448·scale
   EXPECT_TRUE(c.x == x0);  // x is only read when y is another buffer
@@ -92,11 +95,13 @@ TEST(Embed, TableRowPlusPositionCode) {
   host::embed({tokens.data(), positions.data(), table.data(), out.data(), rows, hidden, vocab});
   for (int32_t r = 0; r < 4; ++r)
     for (int32_t i = 0; i < hidden; ++i) {
-      const double ref = table[tokens[r] * hidden + i] + position_code<double>(positions[r], i, hidden);
+      const double ref =
+          table[tokens[r] * hidden + i] + position_code<double>(positions[r], i, hidden);
       // Float sin/cos of angles up to 300 rad: angle rounding ~300 · 6e-8 ≈ 2e-5.
       ASSERT_FALSE(!(std::fabs(out[r * hidden + i] - ref) <= 1e-4)) << r << " " << i;
     }
-  for (int32_t i = 0; i < hidden; ++i) ASSERT_TRUE(std::isnan(out[4 * hidden + i]));  // token 11: out of range
+  for (int32_t i = 0; i < hidden; ++i)
+    ASSERT_TRUE(std::isnan(out[4 * hidden + i]));  // token 11: out of range
   // The formula itself: even features are sin, odd cos, frequency 10000^(-2j/H).
   EXPECT_DOUBLE_EQ(position_code<double>(5, 0, 8), std::sin(5.0));
   EXPECT_DOUBLE_EQ(position_code<double>(5, 1, 8), std::cos(5.0));
@@ -132,13 +137,15 @@ TEST(RmsNorm, MatchesReferenceInPlaceToo) {
 TEST(Linear, MatchesReferenceWithBiasAndAccumulate) {
   Rng rng(46);
   const int32_t rows = 5, in = 23, outd = 7, xs = in + 3, os = outd + 2;
-  const std::vector<float> x = random_floats(rng, size_t(rows) * xs), w = random_floats(rng, size_t(outd) * in);
+  const std::vector<float> x = random_floats(rng, size_t(rows) * xs),
+                           w = random_floats(rng, size_t(outd) * in);
   const std::vector<float> bias = random_floats(rng, outd);
   for (bool with_bias : {false, true})
     for (bool acc : {false, true}) {
       std::vector<float> out = random_floats(rng, size_t(rows) * os);
       const std::vector<float> before = out;
-      host::linear({x.data(), xs, w.data(), with_bias ? bias.data() : nullptr, out.data(), os, rows, in, outd, acc});
+      host::linear({x.data(), xs, w.data(), with_bias ? bias.data() : nullptr, out.data(), os, rows,
+                    in, outd, acc});
       for (int32_t r = 0; r < rows; ++r) {
         for (int32_t o = 0; o < outd; ++o) {
           double ref = with_bias ? bias[o] : 0.0;
@@ -155,11 +162,11 @@ TEST(Linear, MatchesReferenceWithBiasAndAccumulate) {
 TEST(Argmax, LowestIndexWinsTiesAndNanGivesMinusOne) {
   const int32_t vocab = 6;
   const std::vector<float> logits = {
-      1, 5, 5, 2, 5, 0,                                      // tie: 1
-      -INFINITY, -INFINITY, -INFINITY, -INFINITY, -3, -3,    // 4
-      9, 1, 1, 1, 1, NAN,                                    // NaN: -1
-      NAN, 1, 1, 1, 1, 1,                                    // NaN first: -1
-      INFINITY, 1, 1, 1, INFINITY, 2,                        // 0
+      1,         5,         5,         2,         5,        0,    // tie: 1
+      -INFINITY, -INFINITY, -INFINITY, -INFINITY, -3,       -3,   // 4
+      9,         1,         1,         1,         1,        NAN,  // NaN: -1
+      NAN,       1,         1,         1,         1,        1,    // NaN first: -1
+      INFINITY,  1,         1,         1,         INFINITY, 2,    // 0
   };
   std::vector<int32_t> tokens(5, 99);
   host::argmax({logits.data(), tokens.data(), 5, vocab});

@@ -23,7 +23,8 @@ TEST(WriteKv, StoresEveryRowAtItsSlotAndNothingElse) {
   for (KvLayout layout : kLayouts)
     for (DType dt : kDtypes)
       for (int32_t bs : {1, 3, 7, 16}) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
         const int32_t nb = 9, kvh = 2, hd = 12, tokens = 23, stride = kvh * hd + 5;
         TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
         if (dt == DType::fp8_e4m3) c.desc.k_scale = 0.25f, c.desc.v_scale = 0.0625f;
@@ -47,10 +48,10 @@ TEST(WriteKv, StoresEveryRowAtItsSlotAndNothingElse) {
           for (int32_t h = 0; h < kvh; ++h)
             for (int32_t f = 0; f < hd; ++f) {
               const int64_t b = slots[t] / bs, e = slots[t] % bs;
-              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, false, b, e, h, f), dt,
-                             k[t * stride + h * hd + f] / c.desc.k_scale);
-              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, true, b, e, h, f), dt,
-                             v[t * stride + h * hd + f] / c.desc.v_scale);
+              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, false, b, e, h, f),
+                             dt, k[t * stride + h * hd + f] / c.desc.k_scale);
+              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, true, b, e, h, f),
+                             dt, v[t * stride + h * hd + f] / c.desc.v_scale);
             }
         }
         EXPECT_TRUE(want == c.storage);
@@ -64,7 +65,8 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
   for (KvLayout layout : kLayouts)
     for (DType dt : kDtypes)
       for (int32_t bs : {1, 3, 7, 16}) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
         const int32_t kvh = 2, hd = 12, row = kvh * hd;
         const std::vector<int32_t> lens = {5, 0, 1, bs + 2, 3 * bs};
         const int32_t stride = 9;  // more table entries than any sequence uses (at most 5)
@@ -83,14 +85,16 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
         std::vector<float> ko(total * row + 7), vo(total * row + 7);
         poison(ko);
         poison(vo);
-        GatherKvArgs g{c.desc, table.data(), stride, lens.data(), starts.data(), ko.data(), vo.data(),
-                       static_cast<int32_t>(lens.size()), false};
+        GatherKvArgs g{c.desc,        table.data(), stride,    lens.data(),
+                       starts.data(), ko.data(),    vo.data(), static_cast<int32_t>(lens.size()),
+                       false};
         host::gather_kv(g);
         for (int32_t i = 0; i < total * row; ++i) {
           ASSERT_EQ(f32_bits(ko[i]), f32_bits(cache_round(k[i], dt, c.desc.k_scale))) << i;
           ASSERT_EQ(f32_bits(vo[i]), f32_bits(cache_round(v[i], dt, c.desc.v_scale))) << i;
         }
-        for (int32_t i = total * row; i < total * row + 7; ++i) EXPECT_TRUE(is_poison(ko[i]) && is_poison(vo[i]));
+        for (int32_t i = total * row; i < total * row + 7; ++i)
+          EXPECT_TRUE(is_poison(ko[i]) && is_poison(vo[i]));
 
         // The seed-004 bug: right on the plain layout, wrong on the interleaved one.
         std::vector<float> kb(ko.size()), vb(vo.size());
@@ -110,14 +114,16 @@ TEST(FillBlocks, WritesTheDtypeCodesIntoListedBlocksOnly) {
   for (KvLayout layout : kLayouts)
     for (DType dt : kDtypes)
       for (FillPattern pat : {FillPattern::nan, FillPattern::inf, FillPattern::zero}) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dt) << " layout " << int(layout) << " pattern " << int(pat));
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dt) << " layout " << int(layout) << " pattern " << int(pat));
         const int32_t nb = 6, bs = 3, kvh = 2, hd = 5;
         TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        host::fill_pattern(c.storage.data(), c.storage.size() * 8, FillPattern::random_bits, dt, 7, 0);
+        host::fill_pattern(c.storage.data(), c.storage.size() * 8, FillPattern::random_bits, dt, 7,
+                           0);
         std::vector<uint64_t> want = c.storage;
         const std::vector<int32_t> ids = {4, 1};
         host::fill_blocks(FillBlocksArgs{c.desc, ids.data(), 2, pat, 0});
-        const uint32_t code = pat == FillPattern::zero ? 0u
+        const uint32_t code = pat == FillPattern::zero  ? 0u
                               : pat == FillPattern::nan ? host::nan_code(dt)
                                                         : host::inf_code(dt);
         const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
@@ -157,10 +163,14 @@ TEST(FillBlocks, RandomBitsAreDeterministicPerSeedAndBlock) {
   const char* po = reinterpret_cast<const char*>(one.data());
   EXPECT_EQ(memcmp(pa + 2 * 2 * page_bytes, po + 2 * 2 * page_bytes, 2 * page_bytes), 0);
   EXPECT_NE(memcmp(pa + 2 * 2 * page_bytes, pa + 4 * 2 * page_bytes, 2 * page_bytes), 0);
-  EXPECT_NE(memcmp(pa + 2 * 2 * page_bytes, pa + (2 * 2 + 1) * page_bytes, page_bytes), 0);  // K != V
+  EXPECT_NE(memcmp(pa + 2 * 2 * page_bytes, pa + (2 * 2 + 1) * page_bytes, page_bytes),
+            0);  // K != V
   // Unlisted block 3 keeps its poison.
   const TestCache fresh = make_test_cache(KvLayout::interleaved, DType::bf16, nb, bs, kvh, hd);
-  EXPECT_EQ(memcmp(pa + 3 * 2 * page_bytes, reinterpret_cast<const char*>(fresh.storage.data()) + 3 * 2 * page_bytes, 2 * page_bytes), 0);
+  EXPECT_EQ(memcmp(pa + 3 * 2 * page_bytes,
+                   reinterpret_cast<const char*>(fresh.storage.data()) + 3 * 2 * page_bytes,
+                   2 * page_bytes),
+            0);
 }
 
 }  // namespace

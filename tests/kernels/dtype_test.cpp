@@ -1,10 +1,10 @@
 // dtype_test.cpp — the storage conversions of kernels/dtype.cuh: rounding, NaN, overflow,
 // saturation, subnormals, and exhaustive round trips of every code.
+#include "kernels/dtype.cuh"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "kernels/dtype.cuh"
 
 namespace kv {
 namespace {
@@ -96,8 +96,8 @@ TEST(Fp8E4m3, NanAndInfBecomeNanCodes) {
 TEST(Fp8E4m3, Subnormals) {
   EXPECT_EQ(fp8_e4m3_to_f32(0x01), pow2(-9));
   EXPECT_EQ(f32_to_fp8_e4m3(pow2(-9)), 0x01);
-  EXPECT_EQ(f32_to_fp8_e4m3(pow2(-10)), 0x00);      // tie with 0: even
-  EXPECT_EQ(f32_to_fp8_e4m3(3 * pow2(-10)), 0x02);  // tie between 1 and 2 units: even
+  EXPECT_EQ(f32_to_fp8_e4m3(pow2(-10)), 0x00);             // tie with 0: even
+  EXPECT_EQ(f32_to_fp8_e4m3(3 * pow2(-10)), 0x02);         // tie between 1 and 2 units: even
   EXPECT_EQ(f32_to_fp8_e4m3(pow2(-6) - pow2(-11)), 0x08);  // rounds up into the smallest normal
   EXPECT_EQ(fp8_e4m3_to_f32(0x08), pow2(-6));
   EXPECT_EQ(f32_to_fp8_e4m3(-0.0f), 0x80);

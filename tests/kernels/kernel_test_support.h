@@ -37,7 +37,9 @@ inline void poison(std::vector<float>& v) {
 inline bool is_poison(float x) { return f32_bits(x) == kPoisonBits; }
 
 // The value the cache gives back for x: stored as x / scale in `t`, loaded times scale.
-inline float cache_round(float x, DType t, float scale) { return round_through(x / scale, t) * scale; }
+inline float cache_round(float x, DType t, float scale) {
+  return round_through(x / scale, t) * scale;
+}
 
 // One layer's cache in a host buffer, every byte a NaN code of its dtype until written.
 struct TestCache {
@@ -51,8 +53,8 @@ inline TestCache make_test_cache(KvLayout layout, DType dtype, int32_t num_block
   const int64_t bytes = layer_cache_bytes(num_blocks, block_size, kv_heads, head_dim, dtype);
   c.storage.resize(static_cast<size_t>(bytes + 7) / 8);
   host::fill_pattern(c.storage.data(), static_cast<size_t>(bytes), FillPattern::nan, dtype, 0, 0);
-  c.desc = make_paged_kv(c.storage.data(), layout, dtype, num_blocks, block_size, kv_heads,
-                         head_dim);
+  c.desc =
+      make_paged_kv(c.storage.data(), layout, dtype, num_blocks, block_size, kv_heads, head_dim);
   return c;
 }
 
@@ -67,7 +69,8 @@ inline std::vector<int32_t> shuffled_tables(Rng& rng, int32_t num_blocks, int32_
   std::vector<int32_t> table(lens.size() * stride, 0);
   size_t next = 0;
   for (size_t s = 0; s < lens.size(); ++s)
-    for (int32_t b = 0; b < (lens[s] + block_size - 1) / block_size; ++b) table[s * stride + b] = ids.at(next++);
+    for (int32_t b = 0; b < (lens[s] + block_size - 1) / block_size; ++b)
+      table[s * stride + b] = ids.at(next++);
   return table;
 }
 
@@ -115,10 +118,14 @@ inline bool all_finite(const float* x, size_t n) {
 
 inline const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::fp8_e4m3: return "fp8";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp8_e4m3:
+      return "fp8";
   }
   return "?";
 }

@@ -74,8 +74,12 @@ DecodeCase make_case(const DecodeSetup& s, Rng& rng) {
   c.scale = 2.0f / std::sqrt(float(s.head_dim));  // sharper than 1/sqrt(d): less uniform softmax
   int32_t chunk = bs;
   switch (s.plan) {
-    case SplitPlan::one: chunk = max_blocks * bs, c.max_splits = 1; break;
-    case SplitPlan::many: chunk = bs, c.max_splits = max_blocks; break;
+    case SplitPlan::one:
+      chunk = max_blocks * bs, c.max_splits = 1;
+      break;
+    case SplitPlan::many:
+      chunk = bs, c.max_splits = max_blocks;
+      break;
     case SplitPlan::past_end:
       chunk = 2 * bs, c.max_splits = (maxlen + 2 * bs - 1) / (2 * bs) + 2;
       break;
@@ -131,13 +135,15 @@ void check_case(DecodeCase& c) {
     const float* out = &c.out[r * c.out_stride];
     for (int32_t i = c.q_heads * hd; i < c.out_stride; ++i) ASSERT_TRUE(is_poison(out[i]));
     if (c.s.lens[r] == 0) {
-      for (int32_t i = 0; i < c.out_stride; ++i) ASSERT_TRUE(is_poison(out[i])) << "padded row " << r;
+      for (int32_t i = 0; i < c.out_stride; ++i)
+        ASSERT_TRUE(is_poison(out[i])) << "padded row " << r;
       continue;
     }
     for (int32_t h = 0; h < c.q_heads; ++h) {
       const std::vector<double> ref = reference(c, int32_t(r), h);
       const double err = rel_l2(out + h * hd, ref.data(), hd);
-      ASSERT_FALSE(!(err <= kDecodeTol)) << "row " << r << " head " << h << " len " << c.s.lens[r] << " err " << err;
+      ASSERT_FALSE(!(err <= kDecodeTol))
+          << "row " << r << " head " << h << " len " << c.s.lens[r] << " err " << err;
     }
   }
 }
@@ -146,7 +152,10 @@ std::vector<int32_t> row_lengths(Rng& rng, int32_t rows, int32_t bs) {
   if (rows == 1) return {2 * bs + 1};
   std::vector<int32_t> lens(rows);
   for (int32_t i = 0; i < rows; ++i)
-    lens[i] = i % 5 == 0 ? 0 : i % 5 == 1 ? 1 : i % 5 == 2 ? 3 * bs : random_int(rng, 2, 6 * bs + 3);
+    lens[i] = i % 5 == 0   ? 0
+              : i % 5 == 1 ? 1
+              : i % 5 == 2 ? 3 * bs
+                           : random_int(rng, 2, 6 * bs + 3);
   return lens;
 }
 
@@ -159,8 +168,9 @@ TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans)
         for (int32_t rows : {1, 5, 23})
           for (int32_t ratio : {1, 4})
             for (SplitPlan plan : {SplitPlan::one, SplitPlan::many, SplitPlan::past_end}) {
-              SCOPED_TRACE(testing::Message() << dtype_name(dt) << " layout " << int(layout) << " bs " << bs
-                                              << " rows " << rows << " gqa " << ratio << " plan " << int(plan));
+              SCOPED_TRACE(testing::Message()
+                           << dtype_name(dt) << " layout " << int(layout) << " bs " << bs
+                           << " rows " << rows << " gqa " << ratio << " plan " << int(plan));
               DecodeSetup s{layout, dt, bs, 2, ratio, 12, row_lengths(rng, rows, bs), plan};
               DecodeCase c = make_case(s, rng);
               host::paged_decode(c.args());
@@ -172,7 +182,8 @@ TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans)
 
 TEST(PagedDecode, AllRowsPaddedWritesNothing) {
   Rng rng(22);
-  DecodeCase c = make_case(DecodeSetup{KvLayout::plain, DType::bf16, 3, 2, 4, 12, {0, 0, 0}, SplitPlan::many}, rng);
+  DecodeCase c = make_case(
+      DecodeSetup{KvLayout::plain, DType::bf16, 3, 2, 4, 12, {0, 0, 0}, SplitPlan::many}, rng);
   host::paged_decode(c.args());
   for (float x : c.out) ASSERT_TRUE(is_poison(x));
   for (float x : c.partial_out) ASSERT_TRUE(is_poison(x));
@@ -186,13 +197,15 @@ TEST(PagedDecode, StaleNanInTheLastBlocksTailReachesTheOutput) {
     SCOPED_TRACE(int(plan));
     Rng rng(23);
     const int32_t bs = 16, len = 2 * bs + 3;
-    DecodeCase c = make_case(DecodeSetup{KvLayout::interleaved, DType::bf16, bs, 2, 2, 12, {len}, plan}, rng);
+    DecodeCase c =
+        make_case(DecodeSetup{KvLayout::interleaved, DType::bf16, bs, 2, 2, 12, {len}, plan}, rng);
     const int32_t last = c.table[(len - 1) / bs];
     PagedKv& d = c.cache.desc;
     store_from_f32(d.v, v_offset(d, last, bs - 3, 0, 5), d.dtype, NAN);
     host::paged_decode(c.args());
-    EXPECT_TRUE(std::isnan(c.out[5]) && std::isnan(c.out[12 + 5]));  // feature 5, heads 0 and 1 (kv head 0)
-    EXPECT_TRUE(all_finite(&c.out[2 * 12], 2 * 12));                  // heads 2 and 3: kv head 1
+    EXPECT_TRUE(std::isnan(c.out[5]) &&
+                std::isnan(c.out[12 + 5]));           // feature 5, heads 0 and 1 (kv head 0)
+    EXPECT_TRUE(all_finite(&c.out[2 * 12], 2 * 12));  // heads 2 and 3: kv head 1
 
     store_from_f32(d.v, v_offset(d, last, bs - 3, 0, 5), d.dtype, 0.0f);
     store_from_f32(d.k, k_offset(d, last, bs - 1, 0, 2), d.dtype, NAN);
@@ -208,7 +221,10 @@ TEST(PagedDecode, StaleNanInTheLastBlocksTailReachesTheOutput) {
 TEST(PagedDecode, NeverReadsTableEntriesPastTheSequence) {
   Rng rng(24);
   for (int32_t bs : {1, 3, 16}) {
-    DecodeCase c = make_case(DecodeSetup{KvLayout::plain, DType::f32, bs, 1, 1, 12, {2 * bs, bs, 1}, SplitPlan::past_end}, rng);
+    DecodeCase c = make_case(
+        DecodeSetup{
+            KvLayout::plain, DType::f32, bs, 1, 1, 12, {2 * bs, bs, 1}, SplitPlan::past_end},
+        rng);
     ASSERT_EQ(c.table[2], 0);  // the entry after row 0's two blocks: poisoned block 0
     host::paged_decode(c.args());
     check_case(c);
@@ -217,7 +233,8 @@ TEST(PagedDecode, NeverReadsTableEntriesPastTheSequence) {
 
 TEST(PagedDecode, MoreSplitsThanTheWorkspaceIsRejected) {
   Rng rng(25);
-  DecodeCase c = make_case(DecodeSetup{KvLayout::plain, DType::f32, 3, 1, 1, 12, {10}, SplitPlan::many}, rng);
+  DecodeCase c =
+      make_case(DecodeSetup{KvLayout::plain, DType::f32, 3, 1, 1, 12, {10}, SplitPlan::many}, rng);
   c.meta[1] = c.max_splits + 1;
   EXPECT_THROW(host::paged_decode(c.args()), std::invalid_argument);
 }

@@ -112,7 +112,10 @@ TEST(ConsoleTable, FailureLineNamesWhereAndWhat) {
   f.value = 0.5;
   const std::string token = failure_line(f);
   EXPECT_NE(token.find("layer -, head -"), std::string::npos) << token;
-  EXPECT_NE(token.find("value 5.00e-01"), std::string::npos) << token;
+  EXPECT_NE(token.find("value 5.00e-01 (tolerance 2.00e-02)"), std::string::npos) << token;
+
+  f.tolerance = 0.0;  // a non-finite check
+  EXPECT_EQ(failure_line(f).find("tolerance"), std::string::npos) << failure_line(f);
 }
 
 TEST(ConsoleTable, FailureShownOnlyWhenThereIsOne) {

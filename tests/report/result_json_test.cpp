@@ -48,6 +48,7 @@ TEST(ResultJson, EpochFields) {
   EXPECT_EQ(e["preemptions"], 2);
   EXPECT_EQ(e["tokens"], 300);
   EXPECT_EQ(e["prefix_hit_blocks"], 5);
+  EXPECT_EQ(e["blocks_allocated"], 77);
   EXPECT_DOUBLE_EQ(e["seconds"].get<double>(), 0.0123);
   EXPECT_DOUBLE_EQ(e["check_seconds"].get<double>(), 0.004);
 

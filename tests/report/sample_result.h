@@ -28,6 +28,7 @@ inline RunResult sample_result() {
   e1.preemptions = 2;
   e1.tokens = 300;
   e1.prefix_hit_blocks = 5;
+  e1.blocks_allocated = 77;
   e1.seconds = 0.0123;
   e1.check_seconds = 0.004;
   EpochStats e2 = e1;

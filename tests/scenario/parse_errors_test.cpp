@@ -103,7 +103,7 @@ const BadCase kBadCases[] = {
 
     // ---- [min, max] ranges ----
     {"range_reversed", R"({"format": 1, "workload": {"prompt_len": [32, 8]}})",
-     "/workload/prompt_len", "max 8 is below min 32"},
+     "/workload/prompt_len", "got [32, 8], but max 8 is below min 32"},
     {"range_three_elements", R"({"format": 1, "workload": {"new_tokens": [1, 2, 3]}})",
      "/workload/new_tokens", "expected a [min, max] pair"},
     {"range_element_below_min", R"({"format": 1, "workload": {"prompt_len": [0, 8]}})",
@@ -161,7 +161,9 @@ const BadCase kBadCases[] = {
          "shared_prefix_len": 20}})",
      "/workload/shared_prefix_len", "got 20, but prompt_len.min = 16"},
 
-    // ---- first error in document order ----
+    // ---- which error comes first ----
+    {"format_checked_before_earlier_keys", R"({"cache": {"block_size": 0}, "format": 2})",
+     "/format", "got 2"},
     {"first_error_wins",
      R"({"format": 1, "workload": {"epochs": 0}, "cache": {"block_size": 0}})",
      "/workload/epochs", "got 0"},

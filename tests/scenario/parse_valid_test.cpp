@@ -192,7 +192,7 @@ TEST_F(LoadScenario, MissingFileAndDirectoryAreClearErrors) {
 
   const auto d = load_scenario(dir_.string());
   ASSERT_TRUE(std::holds_alternative<ScenarioError>(d));
-  EXPECT_NE(std::get<ScenarioError>(d).message.find("is a directory"), std::string::npos);
+  EXPECT_EQ(std::get<ScenarioError>(d).message, "is a directory, not a scenario file");
 }
 
 TEST_F(LoadScenario, EmptyFileIsASyntaxErrorAtLineOne) {
@@ -206,7 +206,8 @@ TEST(FormatError, JoinsPathPointerAndMessage) {
   EXPECT_EQ(format_error({"/cache/block_size", "got 0, expected an integer from 1 to 256"},
                          "scenarios/x.json"),
             "scenarios/x.json: /cache/block_size: got 0, expected an integer from 1 to 256");
-  EXPECT_EQ(format_error({"", "line 2, column 3: oops"}, "x.json"), "x.json: line 2, column 3: oops");
+  EXPECT_EQ(format_error({"", "line 2, column 3: oops"}, "x.json"),
+            "x.json: line 2, column 3: oops");
   EXPECT_EQ(format_error({"/seed", "bad"}, ""), "/seed: bad");
 }
 

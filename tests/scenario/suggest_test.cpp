@@ -24,7 +24,8 @@ TEST(ClosestName, PicksTheNearestPlausibleTypo) {
 
 TEST(ClosestName, RefusesNamesThatAreNotTypos) {
   const std::vector<std::string> kinds = {"attention", "mla", "linear"};
-  EXPECT_FALSE(closest_name("gqa", kinds).has_value());  // 2 edits from "mla": too far for 3 letters
+  // "gqa" is 2 edits from "mla": too far for a name of 3 letters.
+  EXPECT_FALSE(closest_name("gqa", kinds).has_value());
   EXPECT_FALSE(closest_name("colour", {"num_blocks", "block_size"}).has_value());
   EXPECT_FALSE(closest_name("x", {}).has_value());
 }

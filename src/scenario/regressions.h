@@ -1,4 +1,4 @@
-// regressions.h — the named regression switches: each re-introduces one real class of KV-cache
+// regressions.h — the registry of named regression switches: each re-introduces one real class of KV-cache
 // corruption inside the engine or an op (DESIGN.md §1). Off by default; set per scenario or with
 // `kvcheck run --regression NAME`.
 #pragma once

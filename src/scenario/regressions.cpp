@@ -1,4 +1,4 @@
-#include "engine/regressions.h"
+#include "scenario/regressions.h"
 
 #include <stdexcept>
 

@@ -1,0 +1,81 @@
+// overrides_test.cpp — the library side of `run`'s options: overrides, name checks, file names,
+// and the device factory in a host-only build.
+#include "cli/overrides.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/device_factory.h"
+#include "cli/run_scenarios.h"
+
+namespace kv::cli {
+namespace {
+
+TEST(Overrides, ReplaceOnlyWhatIsGiven) {
+  Scenario s;
+  s.seed = 1;
+  s.workload.epochs = 2;
+  s.regressions = {"padded-rows-in-reduction"};
+  s.expect = Expectation::clean;
+  apply_overrides({}, s);
+  EXPECT_EQ(s.seed, 1u);
+  EXPECT_EQ(s.workload.epochs, 2);
+  EXPECT_EQ(s.regressions, std::vector<std::string>{"padded-rows-in-reduction"});
+
+  Overrides o;
+  o.seed = 42;
+  o.epochs = 5;
+  o.expect = Expectation::corrupt;
+  o.regressions = std::vector<std::string>{"new-blocks-not-zeroed", "gather-assumes-contiguous",
+                                           "new-blocks-not-zeroed"};
+  apply_overrides(o, s);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.workload.epochs, 5);
+  EXPECT_EQ(s.expect, Expectation::corrupt);
+  // Replaced, not merged; duplicates dropped.
+  EXPECT_EQ(s.regressions,
+            (std::vector<std::string>{"new-blocks-not-zeroed", "gather-assumes-contiguous"}));
+}
+
+TEST(Overrides, EmptyRegressionListTurnsAllOff) {
+  Scenario s;
+  s.regressions = {"padded-rows-in-reduction"};
+  Overrides o;
+  o.regressions = std::vector<std::string>{};
+  apply_overrides(o, s);
+  EXPECT_TRUE(s.regressions.empty());
+}
+
+TEST(Overrides, RegressionNamesAreCheckedWithASuggestion) {
+  EXPECT_TRUE(check_regression_names({"new-blocks-not-zeroed", "padded-rows-in-reduction"}).empty());
+  auto errors = check_regression_names({"padded-rows-in-reduktion", "new-blocks-not-zeroed", "x"});
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("did you mean \"padded-rows-in-reduction\""), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("\"x\""), std::string::npos) << errors[1];
+}
+
+TEST(ResultFileName, StaysInsideTheOutputFolder) {
+  EXPECT_EQ(result_file_name("smoke"), "smoke.json");
+  EXPECT_EQ(result_file_name("seed-000_mla.v2"), "seed-000_mla.v2.json");
+  EXPECT_EQ(result_file_name("../etc/passwd"), ".._etc_passwd.json");
+  EXPECT_EQ(result_file_name("a b/c"), "a_b_c.json");
+  EXPECT_EQ(result_file_name(""), "scenario.json");
+  EXPECT_EQ(result_file_name(".."), "scenario.json");
+}
+
+TEST(DeviceFactory, HostAlwaysAutoFallsBackCudaExplains) {
+  EXPECT_EQ(make_device("host")->name(), "host");
+  if (!cuda_device_available()) {
+    EXPECT_EQ(make_device("auto")->name(), "host");
+    try {
+      make_device("cuda");
+      FAIL() << "expected DeviceUnavailable";
+    } catch (const DeviceUnavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("--device host"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(make_device("tpu"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kv::cli

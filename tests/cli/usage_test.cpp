@@ -1,0 +1,73 @@
+// usage_test.cpp — command-line usage: CLI11's own errors exit 2, --help and --version exit 0.
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+using Usage = CliTest;
+
+TEST_F(Usage, NoSubcommandIsAUsageError) {
+  CliRun r = kvcheck("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "subcommand")) << r.err;
+}
+
+TEST_F(Usage, HelpExitsZeroAndDocumentsTheExitCodes) {
+  CliRun r = kvcheck("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* s : {"run", "validate", "list", "Exit codes", "125"})
+    EXPECT_TRUE(contains(r.out, s)) << s << " missing from:\n" << r.out;
+  CliRun run_help = kvcheck("run --help");
+  EXPECT_EQ(run_help.exit_code, 0);
+  for (const char* s : {"--device", "--seed", "--epochs", "--regression", "--no-regressions",
+                        "--expect", "--out", "--json", "--bisect"})
+    EXPECT_TRUE(contains(run_help.out, s)) << s << " missing from:\n" << run_help.out;
+}
+
+TEST_F(Usage, VersionExitsZero) {
+  CliRun r = kvcheck("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "0.")) << r.out;
+}
+
+TEST_F(Usage, UnknownOptionOrSubcommandExits2) {
+  write("tiny.json", kTinyScenario);
+  EXPECT_EQ(kvcheck("run tiny.json --frobnicate").exit_code, 2);
+  EXPECT_EQ(kvcheck("frobnicate").exit_code, 2);
+  EXPECT_EQ(kvcheck("run").exit_code, 2) << "a file is required";
+}
+
+TEST_F(Usage, BadOptionValuesExit2AndRunNothing) {
+  write("tiny.json", kTinyScenario);
+  for (const char* args : {"--expect maybe", "--device tpu", "--epochs 0", "--epochs 1001", "--epochs x",
+                           "--seed -1", "--seed 18446744073709551616", "--regression new-blocks-not-zeroed --no-regressions",
+                           "-q -v"}) {
+    CliRun r = kvcheck(std::string("run tiny.json ") + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+  EXPECT_TRUE(files_under("results").empty());
+}
+
+TEST_F(Usage, UnknownRegressionSuggestsTheClosestAndWritesNothing) {
+  write("tiny.json", kTinyScenario);
+  CliRun r = kvcheck("run tiny.json --regression new-block-not-zeroed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "new-block-not-zeroed")) << r.err;
+  EXPECT_TRUE(contains(r.err, "did you mean \"new-blocks-not-zeroed\"")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(files_under("results").empty());
+}
+
+TEST_F(Usage, QuietAndVerboseWorkAfterTheSubcommand) {
+  write("tiny.json", kTinyScenario);
+  CliRun quiet = kvcheck("run tiny.json -q");
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+  CliRun verbose = kvcheck("-v run tiny.json");
+  EXPECT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_TRUE(contains(verbose.err, "debug")) << verbose.err;
+}
+
+}  // namespace
+}  // namespace kv::test

@@ -1,0 +1,85 @@
+// validate_test.cpp — scenario errors reach the user (file, place, hint) with exit 2, for both
+// `validate` and `run`, and a run with any invalid file runs nothing and writes nothing.
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+using Validate = CliTest;
+
+TEST_F(Validate, ValidFilesPrintOk) {
+  write("a.json", kTinyScenario);
+  write("b.json", kPoisonScenario);
+  CliRun r = kvcheck("validate a.json b.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok a.json\nok b.json\n");
+}
+
+TEST_F(Validate, MalformedJsonNamesLineAndColumn) {
+  write("bad.json", "{\n  \"format\": 1,\n  \"model\": {\"layers\": 1,}\n}\n");
+  CliRun r = kvcheck("validate bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "bad.json")) << r.err;
+  EXPECT_TRUE(contains(r.err, "line 3")) << r.err;
+  EXPECT_TRUE(contains(r.err, "column")) << r.err;
+  EXPECT_FALSE(contains(r.out, "ok")) << r.out;
+}
+
+TEST_F(Validate, UnknownKeySuggestsTheKnownOne) {
+  write("typo.json", R"({"format": 1, "workload": {"requets": 2}})");
+  CliRun r = kvcheck("validate typo.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "/workload/requets")) << r.err;
+  EXPECT_TRUE(contains(r.err, "did you mean \"requests\"")) << r.err;
+}
+
+TEST_F(Validate, WrongTypeNamesThePointer) {
+  write("type.json", R"({"format": 1, "workload": {"requests": "eight"}})");
+  CliRun r = kvcheck("validate type.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "type.json: /workload/requests")) << r.err;
+}
+
+TEST_F(Validate, MissingFileIsBadInput) {
+  CliRun r = kvcheck("validate nowhere.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "nowhere.json")) << r.err;
+}
+
+TEST_F(Validate, OneInvalidAmongValidStillFails) {
+  write("good.json", kTinyScenario);
+  write("bad.json", R"({"format": 2})");
+  CliRun r = kvcheck("validate good.json bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "ok good.json\n");
+  EXPECT_TRUE(contains(r.err, "bad.json: /format")) << r.err;
+}
+
+// Every kind of invalid input stops `run` before anything runs: no table, no result file, even
+// for the valid file named first.
+TEST_F(Validate, RunWithAnInvalidFileRunsNothing) {
+  write("good.json", kTinyScenario);
+  write("syntax.json", "{\"format\": 1,,}");
+  write("typo.json", R"({"format": 1, "workload": {"requets": 2}})");
+  write("type.json", R"({"format": 1, "seed": "seven"})");
+  for (const char* bad : {"syntax.json", "typo.json", "type.json", "missing.json"}) {
+    CliRun r = kvcheck(std::string("run good.json ") + bad + " --out out");
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, bad)) << r.err;
+    EXPECT_TRUE(r.out.empty()) << bad << ": " << r.out;
+    EXPECT_TRUE(files_under("out").empty()) << bad;
+    EXPECT_TRUE(files_under("results").empty()) << bad;
+  }
+}
+
+TEST_F(Validate, RunReportsEveryInvalidFile) {
+  write("a.json", R"({"format": 1, "seed": "seven"})");
+  write("b.json", R"({"format": 1, "workload": {"requets": 2}})");
+  CliRun r = kvcheck("run a.json b.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "a.json: /seed")) << r.err;
+  EXPECT_TRUE(contains(r.err, "b.json: /workload/requets")) << r.err;
+}
+
+}  // namespace
+}  // namespace kv::test

@@ -1,0 +1,101 @@
+// Tests of StepPlan: row order (decodes, prefills with context, prefills without), context
+// bookkeeping, slot mapping, split-KV plan and CUDA-graph padding.
+#include <gtest/gtest.h>
+
+#include "engine/step_plan.h"
+
+namespace kv {
+namespace {
+
+struct PlanFixture {
+  EngineSpec spec;
+  BlockPool pool{64, false};
+  Scheduler sched{spec, 3, pool};
+  std::vector<Request> reqs = std::vector<Request>(4);
+  PlanFixture() {
+    for (int32_t i = 0; i < 4; ++i) {
+      reqs[i].id = i;
+      reqs[i].prompt.assign(10, i + 1);
+      reqs[i].block_ids = {10 * i + 1, 10 * i + 2, 10 * i + 3, 10 * i + 4};
+      sched.add(&reqs[i]);
+    }
+  }
+  PlanLimits limits(std::vector<int32_t> capture = {}) const {
+    PlanLimits l;
+    l.block_size = 3;
+    l.block_table_stride = 5;
+    l.max_decode_splits = 2;
+    l.capture_sizes = std::move(capture);
+    return l;
+  }
+};
+
+TEST(StepPlan, OrdersDecodesThenContextPrefillsThenFreshPrefills) {
+  PlanFixture f;
+  SchedulerOutput out;
+  out.chunks = {{0, 0, 4, false, false},   // prefill without context
+                {1, 9, 1, true, true},     // decode at position 9
+                {2, 6, 3, false, false},   // prefill with 6 tokens of context
+                {3, 7, 1, true, true}};    // decode
+  const StepPlan p = build_step_plan(out, f.sched, f.limits());
+  ASSERT_EQ(p.num_rows, 9);
+  EXPECT_EQ(p.num_decode, 2);
+  EXPECT_FALSE(p.use_graph);
+  EXPECT_EQ(p.chunks[0].request_id, 1);
+  EXPECT_EQ(p.chunks[1].request_id, 3);
+  EXPECT_EQ(p.chunks[2].request_id, 2);
+  EXPECT_EQ(p.chunks[3].request_id, 0);
+  EXPECT_EQ(p.prefill_tokens_with_context, 3);
+  EXPECT_EQ(p.num_prefill_seqs, 2);
+  EXPECT_EQ(p.num_context_seqs, 1);
+  EXPECT_EQ(p.context_lens, std::vector<int32_t>({6}));
+  EXPECT_EQ(p.prefill_q_starts, std::vector<int32_t>({0, 3, 7}));
+  EXPECT_EQ(p.decode_seq_lens, std::vector<int32_t>({10, 8}));
+  // Position 9 of request 1 lives in its 4th block (9 / 3 = 3), entry 0.
+  EXPECT_EQ(p.slot_mapping[0], static_cast<int64_t>(f.reqs[1].block_ids[3]) * 3 + 0);
+  EXPECT_EQ(p.positions[2], 6);
+  EXPECT_EQ(p.tokens[2], 3);
+}
+
+TEST(StepPlan, DecodeOnlyStepIsPaddedToTheSmallestCaptureSize) {
+  PlanFixture f;
+  SchedulerOutput out;
+  out.chunks = {{0, 9, 1, true, true}, {1, 4, 1, true, true}, {2, 2, 1, true, true}};
+  const StepPlan p = build_step_plan(out, f.sched, f.limits({2, 4, 8}));
+  ASSERT_TRUE(p.use_graph);
+  EXPECT_EQ(p.num_rows, 3);
+  EXPECT_EQ(p.padded_rows, 4);
+  EXPECT_EQ(p.decode_rows(), 4);
+  EXPECT_EQ(p.slot_mapping[3], -1);
+  EXPECT_EQ(p.decode_seq_lens[3], 0);
+  for (int32_t k = 0; k < 5; ++k) EXPECT_EQ(p.decode_block_table[3 * 5 + k], 0);  // null block
+  EXPECT_EQ(p.decode_meta[kDecodeMetaHeader + 3], 0);  // no splits for a padded row
+}
+
+TEST(StepPlan, MixedOrOversizedStepsRunEagerly) {
+  PlanFixture f;
+  SchedulerOutput mixed;
+  mixed.chunks = {{0, 9, 1, true, true}, {1, 0, 2, false, false}};
+  EXPECT_FALSE(build_step_plan(mixed, f.sched, f.limits({2, 4})).use_graph);
+  SchedulerOutput big;
+  for (int32_t i = 0; i < 4; ++i) big.chunks.push_back({i, 5, 1, true, true});
+  EXPECT_FALSE(build_step_plan(big, f.sched, f.limits({2})).use_graph);
+}
+
+TEST(StepPlan, SplitPlanCoversEverySequenceWithinMaxSplits) {
+  for (int32_t bs : {1, 3, 7, 16}) {
+    const std::vector<int32_t> lens = {1, 0, 5, 33, 100, 7};
+    const std::vector<int32_t> meta = plan_decode_splits(lens, bs, 4);
+    const int32_t chunk = meta[0];
+    EXPECT_EQ(chunk % bs, 0) << bs;
+    for (size_t r = 0; r < lens.size(); ++r) {
+      const int32_t splits = meta[kDecodeMetaHeader + r];
+      EXPECT_LE(splits, 4);
+      EXPECT_GE(splits * chunk, lens[r]);
+      EXPECT_EQ(splits == 0, lens[r] == 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kv
