@@ -7,16 +7,6 @@
 namespace kv {
 namespace {
 
-FillPattern fill_of(PoisonPattern p) {
-  switch (p) {
-    case PoisonPattern::nan: return FillPattern::nan;
-    case PoisonPattern::inf: return FillPattern::inf;
-    case PoisonPattern::random_bits: return FillPattern::random_bits;
-    case PoisonPattern::none: break;
-  }
-  return FillPattern::zero;
-}
-
 // Layer kinds whose decode kernel multiplies P·V over the whole last tile and so depends on new
 // blocks being zeroed (our paged decode works that way, like FlashMLA).
 bool multiplies_whole_tile(LayerKind k) { return k == LayerKind::attention || k == LayerKind::mla; }
@@ -56,7 +46,7 @@ void Engine::apply_block_events() {
   // Released first, then newly allocated: an evicted block is poisoned, then zeroed on reuse.
   const std::vector<int32_t> released = pool_.take_released();
   if (s_.faults.freed_blocks != PoisonPattern::none)
-    runner_.fill_blocks(released, fill_of(s_.faults.freed_blocks), s_.model.layers, fill_seed_++);
+    runner_.fill_blocks(released, to_fill(s_.faults.freed_blocks), s_.model.layers, fill_seed_++);
   const std::vector<int32_t> fresh = pool_.take_newly_allocated();
   runner_.fill_blocks(fresh, FillPattern::zero, zeroed_kinds(), 0);
 }

@@ -3,8 +3,6 @@
 #include <algorithm>
 
 namespace kv {
-namespace {
-
 FillPattern to_fill(PoisonPattern p) {
   switch (p) {
     case PoisonPattern::nan: return FillPattern::nan;
@@ -14,6 +12,8 @@ FillPattern to_fill(PoisonPattern p) {
   }
   return FillPattern::zero;
 }
+
+namespace {
 
 template <class T>
 DeviceBuffer buffer_of(Device& dev, size_t count) {
@@ -259,42 +259,18 @@ void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int
     g.assume_contiguous = reg_.gather_assumes_contiguous;
     dev_.gather_kv(g);
 
-    VarlenAttnArgs c;
-    c.q = q_.as<float>() + q_off;
-    c.q_row_stride = q_dim_;
-    c.k = ctx_k_.as<float>();
-    c.v = ctx_v_.as<float>();
-    c.kv_row_stride = kv_dim_;
-    c.q_starts = prefill_q_starts_.as<int32_t>();
+    VarlenAttnArgs c = varlen_args(q_off, ctx_k_.as<float>(), ctx_v_.as<float>(), false);
     c.k_starts = context_starts_.as<int32_t>();
     c.out = ctx_out_.as<float>();
-    c.out_row_stride = q_dim_;
     c.lse = ctx_lse_.as<float>();
     c.num_seqs = p.num_context_seqs;
-    c.num_q_heads = m.num_q_heads;
-    c.num_kv_heads = m.num_kv_heads;
-    c.head_dim = m.head_dim;
-    c.scale = softmax_scale_;
-    c.causal = false;
     dev_.varlen_attention(c);
   }
-  VarlenAttnArgs n;
-  n.q = q_.as<float>() + q_off;
-  n.q_row_stride = q_dim_;
-  n.k = k_.as<float>() + kv_off;
-  n.v = v_.as<float>() + kv_off;
-  n.kv_row_stride = kv_dim_;
-  n.q_starts = prefill_q_starts_.as<int32_t>();
+  VarlenAttnArgs n = varlen_args(q_off, k_.as<float>() + kv_off, v_.as<float>() + kv_off, true);
   n.k_starts = prefill_q_starts_.as<int32_t>();
   n.out = new_out_.as<float>();
-  n.out_row_stride = q_dim_;
   n.lse = new_lse_.as<float>();
   n.num_seqs = p.num_prefill_seqs;
-  n.num_q_heads = m.num_q_heads;
-  n.num_kv_heads = m.num_kv_heads;
-  n.head_dim = m.head_dim;
-  n.scale = softmax_scale_;
-  n.causal = true;
   dev_.varlen_attention(n);
 
   MergeStatesArgs mg;
@@ -310,6 +286,24 @@ void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int
   mg.num_heads = m.num_q_heads;
   mg.head_dim = m.head_dim;
   dev_.merge_states(mg);
+}
+
+VarlenAttnArgs ModelRunner::varlen_args(size_t q_off, const float* k, const float* v,
+                                        bool causal) const {
+  VarlenAttnArgs a;
+  a.q = q_.as<float>() + q_off;
+  a.q_row_stride = q_dim_;
+  a.k = k;
+  a.v = v;
+  a.kv_row_stride = kv_dim_;
+  a.q_starts = prefill_q_starts_.as<int32_t>();  // rows relative to the first prefill row
+  a.out_row_stride = q_dim_;
+  a.num_q_heads = s_.model.num_q_heads;
+  a.num_kv_heads = s_.model.num_kv_heads;
+  a.head_dim = s_.model.head_dim;
+  a.scale = softmax_scale_;
+  a.causal = causal;
+  return a;
 }
 
 StepOutputs ModelRunner::read_outputs(const StepPlan& p) const {

@@ -27,6 +27,9 @@ struct StepOutputs {
   std::vector<int32_t> sampled;               // [num_rows] argmax per row (-1: NaN logits)
 };
 
+// The fill an injected fault writes.
+FillPattern to_fill(PoisonPattern p);
+
 class ModelRunner {
  public:
   ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev, const RegressionSet& reg,
@@ -58,6 +61,8 @@ class ModelRunner {
   // The step's ops in order; recorded instead of run while a graph is being captured.
   void launch(const StepPlan& p, const int32_t* meta_dev);
   void launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
+  // Prefill attention over contiguous K/V: the fields shared by the context and causal calls.
+  VarlenAttnArgs varlen_args(size_t q_off, const float* k, const float* v, bool causal) const;
 
   const Scenario& s_;
   Device& dev_;
