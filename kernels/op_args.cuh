@@ -139,7 +139,8 @@ struct QuantFp8Args {
 
 // ---- the synthetic model's dense ops ------------------------------------------------------------
 
-// out[r] = table[tokens[r]] + sinusoidal(positions[r]).
+// out[r] = table[tokens[r]] + sinusoidal(positions[r]). A token outside [0, vocab) (a poisoned
+// padded row) writes a NaN row instead of reading out of bounds.
 struct EmbedArgs {
   const int32_t* tokens = nullptr;
   const int32_t* positions = nullptr;
