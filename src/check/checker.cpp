@@ -67,6 +67,12 @@ void Checker::fail(const Where& w, const char* check, double value, double tol, 
   first_failure_ = std::move(f);
 }
 
+void Checker::record_nonfinite(const Where& w, const char* what) {
+  ++stats_.nonfinite_outputs;
+  stats_.max_rel_error = NAN;  // a non-finite row has no error; the epoch's maximum says so
+  if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, what);
+}
+
 void Checker::check_attention(const Where& w, const float* got, const double* want) {
   const int32_t D = s_.model.head_dim;
   for (int32_t h = 0; h < s_.model.num_q_heads; ++h) {
@@ -74,9 +80,7 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
     wh.head = h;
     const float* g = got + h * D;
     if (!all_finite(g, D)) {
-      ++stats_.nonfinite_outputs;
-      stats_.max_rel_error = NAN;
-      if (s_.checks.nonfinite) fail(wh, "nonfinite", NAN, 0.0, "attention output is not finite");
+      record_nonfinite(wh, "attention output is not finite");
       continue;
     }
     const double err = rel_l2(g, want + h * D, D);
@@ -87,17 +91,13 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
 }
 
 void Checker::check_quantised(const Where& w, const float* got) {
-  if (all_finite(got, s_.model.num_q_heads * s_.model.head_dim)) return;
-  ++stats_.nonfinite_outputs;
-  stats_.max_rel_error = NAN;
-  if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "fp8 quantised attention output is not finite");
+  if (!all_finite(got, s_.model.num_q_heads * s_.model.head_dim))
+    record_nonfinite(w, "fp8 quantised attention output is not finite");
 }
 
 void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref) {
   if (token < 0) {  // argmax saw a NaN logit
-    ++stats_.nonfinite_outputs;
-    stats_.max_rel_error = NAN;
-    if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, "logits are not finite");
+    record_nonfinite(w, "logits are not finite");
     return;
   }
   if (!s_.checks.tokens) return;
@@ -138,39 +138,38 @@ void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& 
   for (const ScheduledChunk& c : plan.chunks) {
     const Request& r = *sched.find(c.request_id);
     RefSequence& ref = refs_.try_emplace(r.id, w_, s_.cache.dtype).first->second;
-    std::vector<int32_t> tokens(r.prompt);
-    tokens.insert(tokens.end(), r.output.begin(), r.output.end());
-    ref.extend(tokens, c.start + c.num_tokens);
+    if (ref.length() < c.start + c.num_tokens) {
+      std::vector<int32_t> tokens(r.prompt);
+      tokens.insert(tokens.end(), r.output.begin(), r.output.end());
+      ref.extend(tokens, c.start + c.num_tokens);
+    }
     refs.push_back(&ref);
   }
+  auto for_each_row = [&](auto&& visit) {  // visit(chunk index, row, position)
+    for (size_t j = 0; j < plan.chunks.size(); ++j)
+      for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
+        visit(j, static_cast<size_t>(plan.chunk_first_row[j] + i), plan.chunks[j].start + i);
+  };
   // In the order the ops ran, so that the first failure names the op that produced it: layer by
   // layer, the attention output of every row, then the batch-wide fp8 op over every row.
   for (size_t l = 0; l < out.attn_out.size(); ++l) {
     const int32_t layer = static_cast<int32_t>(l);
-    for (size_t j = 0; j < plan.chunks.size(); ++j) {
+    for_each_row([&](size_t j, size_t row, int32_t pos) {
       const ScheduledChunk& c = plan.chunks[j];
-      for (int32_t i = 0; i < c.num_tokens; ++i) {
-        const size_t row = static_cast<size_t>(plan.chunk_first_row[j] + i);
-        const Where w{step, c.request_id, c.start + i, layer, -1, op_of(c), padded};
-        check_attention(w, out.attn_out[l].data() + row * q_dim, refs[j]->attn_out(c.start + i, layer));
-      }
-    }
-    for (size_t j = 0; j < plan.chunks.size(); ++j) {
-      const ScheduledChunk& c = plan.chunks[j];
-      for (int32_t i = 0; i < c.num_tokens; ++i) {
-        const size_t row = static_cast<size_t>(plan.chunk_first_row[j] + i);
-        check_quantised({step, c.request_id, c.start + i, layer, -1, "quant_fp8", padded},
-                        out.quant_out[l].data() + row * q_dim);
-      }
-    }
+      check_attention({step, c.request_id, pos, layer, -1, op_of(c), padded},
+                      out.attn_out[l].data() + row * q_dim, refs[j]->attn_out(pos, layer));
+    });
+    for_each_row([&](size_t j, size_t row, int32_t pos) {
+      check_quantised({step, plan.chunks[j].request_id, pos, layer, -1, "quant_fp8", padded},
+                      out.quant_out[l].data() + row * q_dim);
+    });
   }
   for (size_t j = 0; j < plan.chunks.size(); ++j) {
     const ScheduledChunk& c = plan.chunks[j];
     if (!c.samples) continue;
     const Request& r = *sched.find(c.request_id);
-    const int32_t row = plan.chunk_first_row[j] + c.num_tokens - 1;
     const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
-    check_token(w, out.sampled[row], r, *refs[j]);
+    check_token(w, out.sampled[plan.chunk_last_row(j)], r, *refs[j]);
     if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(r.id);
   }
 }

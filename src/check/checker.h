@@ -41,6 +41,7 @@ class Checker {
     bool padded;
   };
   void fail(const Where& w, const char* check, double value, double tol, std::string detail);
+  void record_nonfinite(const Where& w, const char* what);
   void check_attention(const Where& w, const float* got, const double* want);
   void check_quantised(const Where& w, const float* got);
   void check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref);

@@ -72,16 +72,11 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     on_step(c.steps, plan, outputs, sched);
 
     // Plan rows are reordered; hand the scheduler one sampled token per chunk, in its order.
+    // NaN logits give -1; a real engine emits some token anyway: keep the run going with 0.
     std::vector<int32_t> sampled(out.chunks.size(), 0);
-    for (size_t i = 0; i < out.chunks.size(); ++i) {
-      if (!out.chunks[i].samples) continue;
-      for (size_t j = 0; j < plan.chunks.size(); ++j) {
-        if (plan.chunks[j].request_id != out.chunks[i].request_id) continue;
-        const int32_t row = plan.chunk_first_row[j] + plan.chunks[j].num_tokens - 1;
-        // NaN logits give -1; a real engine emits some token anyway: keep the run going with 0.
-        sampled[i] = std::max(0, outputs.sampled[row]);
-      }
-    }
+    for (size_t j = 0; j < plan.chunks.size(); ++j)
+      if (plan.chunks[j].samples)
+        sampled[plan.chunk_source[j]] = std::max(0, outputs.sampled[plan.chunk_last_row(j)]);
     sched.update(out, sampled);
     c.graph_replays += plan.use_graph ? 1 : 0;
     c.tokens += plan.num_rows;

@@ -45,18 +45,19 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
                          const PlanLimits& limits) {
   StepPlan p;
   p.block_table_stride = limits.block_table_stride;
-  std::vector<ScheduledChunk> decodes, with_ctx, without_ctx;
-  for (const auto& c : out.chunks) {
-    if (c.is_decode) decodes.push_back(c);
-    else if (c.start > 0) with_ctx.push_back(c);
-    else without_ctx.push_back(c);
-  }
-  p.chunks = decodes;
-  p.chunks.insert(p.chunks.end(), with_ctx.begin(), with_ctx.end());
-  p.chunks.insert(p.chunks.end(), without_ctx.begin(), without_ctx.end());
-  p.num_decode = static_cast<int32_t>(decodes.size());
-  p.num_context_seqs = static_cast<int32_t>(with_ctx.size());
-  p.num_prefill_seqs = static_cast<int32_t>(with_ctx.size() + without_ctx.size());
+  // Stable partition of the scheduler's chunks: decodes, prefills with context, prefills without.
+  auto group = [](const ScheduledChunk& c) { return c.is_decode ? 0 : (c.start > 0 ? 1 : 2); };
+  int32_t counts[3] = {0, 0, 0};
+  for (int32_t g = 0; g < 3; ++g)
+    for (size_t i = 0; i < out.chunks.size(); ++i)
+      if (group(out.chunks[i]) == g) {
+        p.chunks.push_back(out.chunks[i]);
+        p.chunk_source.push_back(static_cast<int32_t>(i));
+        ++counts[g];
+      }
+  p.num_decode = counts[0];
+  p.num_context_seqs = counts[1];
+  p.num_prefill_seqs = counts[1] + counts[2];
   p.prefill_q_starts.push_back(0);
   p.context_starts.push_back(0);
 

@@ -43,6 +43,9 @@ struct StepPlan {
   // What each row is, for the checks: the chunk it belongs to (index into `chunks`).
   std::vector<ScheduledChunk> chunks;          // in row order
   std::vector<int32_t> chunk_first_row;        // [chunks]
+  std::vector<int32_t> chunk_source;           // [chunks] index in SchedulerOutput::chunks
+
+  int32_t chunk_last_row(size_t j) const { return chunk_first_row[j] + chunks[j].num_tokens - 1; }
 
   // Rows the decode op runs over: a graph replay runs all padded rows.
   int32_t decode_rows() const { return use_graph ? padded_rows : num_decode; }

@@ -45,6 +45,7 @@ TEST(StepPlan, OrdersDecodesThenContextPrefillsThenFreshPrefills) {
   EXPECT_EQ(p.chunks[1].request_id, 3);
   EXPECT_EQ(p.chunks[2].request_id, 2);
   EXPECT_EQ(p.chunks[3].request_id, 0);
+  EXPECT_EQ(p.chunk_source, std::vector<int32_t>({1, 3, 2, 0}));
   EXPECT_EQ(p.prefill_tokens_with_context, 3);
   EXPECT_EQ(p.num_prefill_seqs, 2);
   EXPECT_EQ(p.num_context_seqs, 1);
