@@ -152,4 +152,10 @@ KV_HD float round_through(float v, DType t) {
   return v;
 }
 
+// The value a float takes after being written into a cache of type `t` whose dequantisation scale
+// is `scale` (stored = v / scale, read back = stored * scale), as write_kv and load_k/load_v do.
+KV_HD float round_through_scaled(float v, DType t, float scale) {
+  return round_through(v / scale, t) * scale;
+}
+
 }  // namespace kv

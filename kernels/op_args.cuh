@@ -18,11 +18,12 @@ namespace kv {
 enum class FillPattern : int32_t { zero = 0, nan = 1, inf = 2, random_bits = 3 };
 
 // Copy K and V of `num_tokens` rows into the cache at their slots (slot = block * block_size +
-// entry). A slot of -1 (a padded row) is skipped. Quantises to the cache dtype (fp8: v / scale).
+// entry). A slot of -1 (a padded row) is skipped. Quantises to the cache dtype (fp8: stores
+// x / k_scale and x / v_scale). MLA passes v = nullptr: its V is the latent K, written once.
 struct WriteKvArgs {
   PagedKv cache;
   const float* k = nullptr;  // [num_tokens][kv_heads * head_dim]
-  const float* v = nullptr;
+  const float* v = nullptr;  // may be null: K only
   int64_t k_row_stride = 0, v_row_stride = 0;
   const int64_t* slot_mapping = nullptr;  // [num_tokens]
   int32_t num_tokens = 0;
@@ -39,21 +40,26 @@ inline constexpr int kDecodeMetaHeader = 1;
 // multiplies P·V over the whole tile, as FlashMLA-style kernels do, so stale NaN/Inf in the unused
 // tail of the last block reaches the output unless new blocks are zeroed. A row with seq_len 0
 // (a padded row) writes nothing.
+//
+// MLA decode is this op over the latent cache: num_kv_heads = 1, head_dim = kv_lora_rank +
+// qk_rope_dim, cache.v = cache.k, v_dim = kv_lora_rank (V is the first v_dim latent features), and
+// q already projected into the latent space (absorbed weights).
 struct PagedDecodeArgs {
   PagedKv cache;
   const float* q = nullptr;  // [rows][num_q_heads * head_dim]
   int64_t q_row_stride = 0;
-  float* out = nullptr;  // [rows][num_q_heads * head_dim]
+  float* out = nullptr;  // [rows][num_q_heads * v_dim]
   int64_t out_row_stride = 0;
   const int32_t* block_table = nullptr;  // [rows][block_table_stride]
   int32_t block_table_stride = 0;
   const int32_t* seq_lens = nullptr;   // [rows]
   const int32_t* split_meta = nullptr;  // see kDecodeMetaHeader
-  float* partial_out = nullptr;         // workspace [rows][max_splits][num_q_heads][head_dim]
+  float* partial_out = nullptr;         // workspace [rows][max_splits][num_q_heads][v_dim]
   float* partial_lse = nullptr;         // workspace [rows][max_splits][num_q_heads]
   int32_t max_splits = 1;
   int32_t num_rows = 0;
   int32_t num_q_heads = 0;
+  int32_t v_dim = 0;   // features of V read and written per head; 0 means cache.head_dim
   float scale = 1.0f;  // softmax scale applied to q·k
 };
 
@@ -68,7 +74,7 @@ struct GatherKvArgs {
   const int32_t* ctx_lens = nullptr;    // [num_seqs] tokens of cached context per sequence
   const int32_t* ctx_starts = nullptr;  // [num_seqs + 1] prefix sums of ctx_lens
   float* k_out = nullptr;
-  float* v_out = nullptr;
+  float* v_out = nullptr;  // may be null: K only (MLA, whose V is the latent K)
   int32_t num_seqs = 0;
   bool assume_contiguous = false;
 };
@@ -76,7 +82,9 @@ struct GatherKvArgs {
 // Attention of query rows over contiguous float K/V, per sequence:
 //   causal = false: every query of sequence i sees all keys of sequence i (context attention);
 //   causal = true:  query j of sequence i sees keys 0..j of sequence i (new tokens, q_len == k_len).
-// Writes out and lse (natural log) for every query row of every sequence.
+// Writes out and lse (natural log) for every query row of every sequence. Scores use the first
+// head_dim features of q and k; the output of a head is the first v_dim features of V (MLA: k and
+// v both point at the latent rows, head_dim = kv_lora_rank + qk_rope_dim, v_dim = kv_lora_rank).
 struct VarlenAttnArgs {
   const float* q = nullptr;
   int64_t q_row_stride = 0;
@@ -85,15 +93,24 @@ struct VarlenAttnArgs {
   int64_t kv_row_stride = 0;
   const int32_t* q_starts = nullptr;  // [num_seqs + 1] row offsets into q / out / lse
   const int32_t* k_starts = nullptr;  // [num_seqs + 1] row offsets into k / v
-  float* out = nullptr;
+  float* out = nullptr;  // [rows][num_q_heads * v_dim]
   int64_t out_row_stride = 0;
   float* lse = nullptr;  // [rows][num_q_heads]
   int32_t num_seqs = 0;
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  int32_t v_dim = 0;  // 0 means head_dim
   float scale = 1.0f;
   bool causal = false;
+  // K and V are used as the cache stores them: every k / v element read is replaced by
+  // round_through_scaled(element, kv_dtype, k_scale / v_scale) (dtype.cuh). The engine sets the
+  // cache's dtype and scales for the new tokens of a prefill (their K/V come straight from the
+  // projections, not from the cache) so that they attend in the cache's precision, as the cached
+  // context does; f32 with scale 1 leaves values unchanged.
+  DType kv_dtype = DType::f32;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 // merge_attn_states: rows [0, num_merge) combine state a (context) with state b (new tokens) by
@@ -161,6 +178,9 @@ struct RmsNormArgs {
 };
 
 // out[r] (+)= W x[r] + bias, W row-major [out_dim][in_dim]. `accumulate` adds to out (residual).
+// With groups > 1 it is a per-group (per-head) linear: group g reads x[r][g * x_group_stride ..
+// + in_dim), uses W + g * out_dim * in_dim and bias + g * out_dim, and writes out[r][g * out_dim ..
+// + out_dim) (MLA's per-head up-projection of the latent output).
 struct LinearArgs {
   const float* x = nullptr;
   int64_t x_row_stride = 0;
@@ -172,6 +192,42 @@ struct LinearArgs {
   int32_t in_dim = 0;
   int32_t out_dim = 0;
   bool accumulate = false;
+  int32_t groups = 1;
+  int64_t x_group_stride = 0;  // 0 means in_dim
+};
+
+// ---- linear attention (the recurrent layers of hybrid models) -----------------------------------
+
+// Gated linear attention over sequences of rows, per head h with D = head_dim:
+//   S = has_initial_state[s] ? state of block state_blocks[s] : 0        S is [D key][D value]
+//   for each row t of the sequence, in order:
+//     g = 1 / (1 + exp(-gate[t][h]))
+//     S[i][j] = g * S[i][j] + k[t][h][i] * v[t][h][j]
+//     out[t][h][j] = scale * sum_i q[t][h][i] * S[i][j]
+//   the final S is stored back into the block.
+// The state lives in the block pool as float32: element (block b, head h, i, j) is at
+// state[b * state_block_stride + (h * D + i) * D + j]. In a hybrid pool that block may have been
+// a KV block a moment ago and may be one again: a fresh sequence (has_initial_state = 0) never
+// reads it. A sequence whose state block is -1 (a padded graph row) reads and writes nothing.
+// Rows of sequence s are [seq_starts[s], seq_starts[s + 1]); decode rows are one-row sequences.
+struct LinearAttnArgs {
+  float* state = nullptr;
+  int64_t state_block_stride = 0;  // floats between consecutive blocks
+  const float* q = nullptr;        // [rows][num_heads * head_dim]
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t qkv_row_stride = 0;      // of q, k and v
+  const float* gate = nullptr;     // [rows][num_heads] gate logits
+  int64_t gate_row_stride = 0;
+  float* out = nullptr;            // [rows][num_heads * head_dim]
+  int64_t out_row_stride = 0;
+  const int32_t* seq_starts = nullptr;         // [num_seqs + 1]
+  const int32_t* state_blocks = nullptr;       // [num_seqs]
+  const int32_t* has_initial_state = nullptr;  // [num_seqs]
+  int32_t num_seqs = 0;
+  int32_t num_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
 };
 
 // tokens[r] = argmax over logits[r]; ties go to the lowest index; a row with a NaN gives -1.

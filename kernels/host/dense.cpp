@@ -1,5 +1,7 @@
 // dense.cpp — host ops of the synthetic model: embed, rms_norm, linear, argmax.
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/host/host_ops.h"
 #include "kernels/model_math.cuh"
@@ -32,17 +34,28 @@ void rms_norm(const RmsNormArgs& a) {
   }
 }
 
-// x and out must not overlap (every output reads the whole input row).
+// x and out must not overlap (every output reads the whole input row). Group g is an independent
+// linear with its own weights, reading x at g * x_group_stride and writing out at g * out_dim.
 void linear(const LinearArgs& a) {
+  if (a.groups < 1 || a.x_group_stride < 0)
+    throw std::invalid_argument("linear: groups " + std::to_string(a.groups) +
+                                " must be >= 1 and x_group_stride " +
+                                std::to_string(a.x_group_stride) + " >= 0");
+  const int64_t x_group_stride = a.x_group_stride == 0 ? a.in_dim : a.x_group_stride;
+  const int64_t w_group_stride = static_cast<int64_t>(a.out_dim) * a.in_dim;
   for (int32_t r = 0; r < a.num_rows; ++r) {
-    const float* x = a.x + r * a.x_row_stride;
-    float* out = a.out + r * a.out_row_stride;
-    for (int32_t o = 0; o < a.out_dim; ++o) {
-      const float* w = a.w + static_cast<int64_t>(o) * a.in_dim;
-      float acc = 0.0f;
-      for (int32_t i = 0; i < a.in_dim; ++i) acc += w[i] * x[i];
-      if (a.bias) acc += a.bias[o];
-      out[o] = a.accumulate ? out[o] + acc : acc;
+    for (int32_t g = 0; g < a.groups; ++g) {
+      const float* x = a.x + r * a.x_row_stride + g * x_group_stride;
+      const float* wg = a.w + g * w_group_stride;
+      const float* bias = a.bias ? a.bias + static_cast<int64_t>(g) * a.out_dim : nullptr;
+      float* out = a.out + r * a.out_row_stride + static_cast<int64_t>(g) * a.out_dim;
+      for (int32_t o = 0; o < a.out_dim; ++o) {
+        const float* w = wg + static_cast<int64_t>(o) * a.in_dim;
+        float acc = 0.0f;
+        for (int32_t i = 0; i < a.in_dim; ++i) acc += w[i] * x[i];
+        if (bias) acc += bias[o];
+        out[o] = a.accumulate ? out[o] + acc : acc;
+      }
     }
   }
 }

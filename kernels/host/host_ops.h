@@ -24,6 +24,9 @@ void fill_blocks(const FillBlocksArgs& a);
 void varlen_attention(const VarlenAttnArgs& a);
 void merge_states(const MergeStatesArgs& a);
 
+// ---- linear attention (recurrent state in the block pool) ----
+void linear_attention(const LinearAttnArgs& a);
+
 // ---- batch-wide ----
 void quant_fp8(const QuantFp8Args& a);
 

@@ -6,6 +6,11 @@
 // the unused tail of the last block is NaN. That whole-tile product is what makes the seed-000
 // bug class (new blocks not zeroed) visible; do not "optimise" it to the valid entries.
 // The partial states go to the workspace and are merged from there, as the GPU combine kernel does.
+//
+// Scores use all head_dim features of q and K; a head's output is the first v_dim features of V
+// (MLA: V is the kv_lora_rank part of the latent row, K the whole row, cache.v == cache.k). Only
+// those v_dim features of V are read, over the whole tile: the rope features of a stale tail entry
+// never enter the output, its first v_dim features do.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -20,16 +25,17 @@ namespace kv::host {
 namespace {
 
 struct Scratch {
-  std::vector<float> k, v;       // one tile of one kv head: [block_size][head_dim]
+  std::vector<float> k;          // one tile of one kv head: [block_size][head_dim]
+  std::vector<float> v;          // [block_size][v_dim]
   std::vector<float> p;          // [block_size]
-  std::vector<float> acc;        // [group][head_dim]
+  std::vector<float> acc;        // [group][v_dim]
   std::vector<SoftmaxState> st;  // [group]
 };
 
 // One split of one row for the q heads that share kv head `kvh`: accumulate the tiles of tokens
 // [start, end) into sc.acc / sc.st.
 void attend_split(const PagedDecodeArgs& a, const int32_t* table, const float* q, int64_t start,
-                  int64_t end, int32_t kvh, int32_t group, Scratch& sc) {
+                  int64_t end, int32_t kvh, int32_t group, int32_t vd, Scratch& sc) {
   const PagedKv& c = a.cache;
   const int32_t bs = c.block_size, hd = c.head_dim;
   // The tiles are the blocks overlapping [start, end); end <= seq_len, so the last one is at
@@ -39,7 +45,7 @@ void attend_split(const PagedDecodeArgs& a, const int32_t* table, const float* q
     for (int32_t e = 0; e < bs; ++e) {
       const int64_t tok = tile * bs + e;
       if (tok >= start && tok < end) load_k_row(c, block, e, kvh, &sc.k[e * hd]);
-      load_v_row(c, block, e, kvh, &sc.v[e * hd]);  // every entry: the whole-tile P·V
+      load_v_row(c, block, e, kvh, vd, &sc.v[e * vd]);  // every entry: the whole-tile P·V
     }
     for (int32_t g = 0; g < group; ++g) {
       const float* qh = q + static_cast<int64_t>(kvh * group + g) * hd;
@@ -56,10 +62,10 @@ void attend_split(const PagedDecodeArgs& a, const int32_t* table, const float* q
         if (s > tile_max) tile_max = s;  // a NaN score is not a max; it enters through p below
       }
       SoftmaxState& st = sc.st[g];
-      float* acc = &sc.acc[static_cast<int64_t>(g) * hd];
+      float* acc = &sc.acc[static_cast<int64_t>(g) * vd];
       const float f = softmax_rescale(st, tile_max);
       if (f != 1.0f)
-        for (int32_t i = 0; i < hd; ++i) acc[i] *= f;
+        for (int32_t i = 0; i < vd; ++i) acc[i] *= f;
       for (int32_t e = 0; e < bs; ++e) {
         // exp(-inf - m) is 0 unless m is also -inf; a masked entry is 0 either way.
         sc.p[e] = (sc.p[e] == -INFINITY) ? 0.0f : expf(sc.p[e] - st.m);
@@ -67,25 +73,25 @@ void attend_split(const PagedDecodeArgs& a, const int32_t* table, const float* q
       }
       for (int32_t e = 0; e < bs; ++e) {
         const float pe = sc.p[e];
-        const float* ve = &sc.v[e * hd];
-        for (int32_t i = 0; i < hd; ++i) acc[i] += pe * ve[i];
+        const float* ve = &sc.v[e * vd];
+        for (int32_t i = 0; i < vd; ++i) acc[i] += pe * ve[i];
       }
     }
   }
 }
 
 // Combine the row's split states from the workspace into out (natural-log lse weights).
-void merge_splits(const PagedDecodeArgs& a, int32_t row, int32_t num_splits, int32_t hd) {
+void merge_splits(const PagedDecodeArgs& a, int32_t row, int32_t num_splits, int32_t vd) {
   float* out = a.out + row * a.out_row_stride;
   for (int32_t h = 0; h < a.num_q_heads; ++h) {
-    float* o = out + static_cast<int64_t>(h) * hd;
-    for (int32_t i = 0; i < hd; ++i) o[i] = 0.0f;
+    float* o = out + static_cast<int64_t>(h) * vd;
+    for (int32_t i = 0; i < vd; ++i) o[i] = 0.0f;
     float lse = -INFINITY;  // start from the empty state
     for (int32_t s = 0; s < num_splits; ++s) {
       const int64_t idx = (static_cast<int64_t>(row) * a.max_splits + s) * a.num_q_heads + h;
-      const float* po = a.partial_out + idx * hd;
+      const float* po = a.partial_out + idx * vd;
       const MergeWeights w = merge_weights(lse, a.partial_lse[idx]);
-      for (int32_t i = 0; i < hd; ++i) o[i] = w.wa * o[i] + w.wb * po[i];
+      for (int32_t i = 0; i < vd; ++i) o[i] = w.wa * o[i] + w.wb * po[i];
       lse = w.lse;
     }
   }
@@ -96,13 +102,17 @@ void merge_splits(const PagedDecodeArgs& a, int32_t row, int32_t num_splits, int
 void paged_decode(const PagedDecodeArgs& a) {
   const PagedKv& c = a.cache;
   const int32_t hd = c.head_dim, bs = c.block_size;
+  const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
+  if (vd < 0 || vd > hd)
+    throw std::invalid_argument("paged_decode: v_dim " + std::to_string(a.v_dim) +
+                                " is neither 0 nor in [1, head_dim " + std::to_string(hd) + "]");
   const int32_t group = a.num_q_heads / c.num_kv_heads;
   const int64_t chunk = a.split_meta[0];
   Scratch sc;
   sc.k.assign(static_cast<size_t>(bs) * hd, 0.0f);
-  sc.v.assign(static_cast<size_t>(bs) * hd, 0.0f);
+  sc.v.assign(static_cast<size_t>(bs) * vd, 0.0f);
   sc.p.assign(bs, 0.0f);
-  sc.acc.assign(static_cast<size_t>(group) * hd, 0.0f);
+  sc.acc.assign(static_cast<size_t>(group) * vd, 0.0f);
   sc.st.assign(group, SoftmaxState{});
 
   for (int32_t row = 0; row < a.num_rows; ++row) {
@@ -122,20 +132,20 @@ void paged_decode(const PagedDecodeArgs& a) {
       for (int32_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
         std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
         std::fill(sc.st.begin(), sc.st.end(), SoftmaxState{});
-        if (start < end) attend_split(a, table, q, start, end, kvh, group, sc);
+        if (start < end) attend_split(a, table, q, start, end, kvh, group, vd, sc);
         for (int32_t g = 0; g < group; ++g) {
           const int32_t h = kvh * group + g;
           const int64_t idx = (static_cast<int64_t>(row) * a.max_splits + s) * a.num_q_heads + h;
           const float d = sc.st[g].d;
-          const float* acc = &sc.acc[static_cast<int64_t>(g) * hd];
-          float* po = a.partial_out + idx * hd;
+          const float* acc = &sc.acc[static_cast<int64_t>(g) * vd];
+          float* po = a.partial_out + idx * vd;
           // d == 0 only for an empty split, whose acc is 0 (or NaN from 0 × stale NaN: kept).
-          for (int32_t i = 0; i < hd; ++i) po[i] = (d != 0.0f) ? acc[i] / d : acc[i];
+          for (int32_t i = 0; i < vd; ++i) po[i] = (d != 0.0f) ? acc[i] / d : acc[i];
           a.partial_lse[idx] = softmax_lse(sc.st[g]);
         }
       }
     }
-    merge_splits(a, row, num_splits, hd);
+    merge_splits(a, row, num_splits, vd);
   }
 }
 

@@ -51,6 +51,8 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     st.blocks_allocated = c.blocks_allocated;
     st.seconds = seconds_since(t_epoch);
     st.check_seconds = check_seconds;
+    st.forward_seconds = c.forward_seconds;
+    st.zero_init_seconds = c.zero_init_seconds;
     spdlog::debug("epoch {}: {} steps, {} tokens, {} blocks allocated, clean {}/{}", epoch, st.steps,
                   st.tokens, st.blocks_allocated, st.clean_requests, st.requests);
     if (hooks.on_epoch) hooks.on_epoch(st);

@@ -52,6 +52,9 @@ Command add_run_command(CLI::App& parent) {
   CLI::Option* expect_opt =
       app->add_option("--expect", *expect, "Replace the scenario's expected verdict")
           ->check(CLI::IsMember({"clean", "corrupt"}));
+  app->add_flag("--zero-init-outputs", opts->overrides.zero_init_outputs,
+                "Zero the attention outputs before every step (the seed-001 mitigation); the run "
+                "reports what it costs per step");
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");

@@ -25,6 +25,7 @@ void apply_overrides(const Overrides& o, Scenario& s) {
   if (o.seed) s.seed = *o.seed;
   if (o.epochs) s.workload.epochs = *o.epochs;
   if (o.expect) s.expect = *o.expect;
+  if (o.zero_init_outputs) s.engine.zero_init_outputs = true;
   if (o.regressions) {
     s.regressions.clear();
     for (const auto& n : *o.regressions)

@@ -18,6 +18,7 @@ struct Overrides {
   std::optional<int32_t> epochs;                         // replaces workload.epochs
   std::optional<std::vector<std::string>> regressions;  // replaces scenario.regressions
   std::optional<Expectation> expect;                     // replaces scenario.expect
+  bool zero_init_outputs = false;  // turns on engine.zero_init_outputs (the seed-001 mitigation)
 };
 
 // Checks names against the regression registry. Returns one message per unknown name, each with

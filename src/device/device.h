@@ -45,6 +45,7 @@ class Device {
   virtual void gather_kv(const GatherKvArgs& a) = 0;
   virtual void varlen_attention(const VarlenAttnArgs& a) = 0;
   virtual void merge_states(const MergeStatesArgs& a) = 0;
+  virtual void linear_attention(const LinearAttnArgs& a) = 0;
   virtual void fill_blocks(const FillBlocksArgs& a) = 0;  // zero_blocks / poison_blocks
   virtual void quant_fp8(const QuantFp8Args& a) = 0;
   virtual void embed(const EmbedArgs& a) = 0;

@@ -91,6 +91,9 @@ void HostDevice::varlen_attention(const VarlenAttnArgs& a) {
 void HostDevice::merge_states(const MergeStatesArgs& a) {
   submit([a] { host::merge_states(a); });
 }
+void HostDevice::linear_attention(const LinearAttnArgs& a) {
+  submit([a] { host::linear_attention(a); });
+}
 void HostDevice::fill_blocks(const FillBlocksArgs& a) {
   submit([a] { host::fill_blocks(a); });
 }

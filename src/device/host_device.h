@@ -39,6 +39,7 @@ class HostDevice : public Device {
   void gather_kv(const GatherKvArgs& a) override;
   void varlen_attention(const VarlenAttnArgs& a) override;
   void merge_states(const MergeStatesArgs& a) override;
+  void linear_attention(const LinearAttnArgs& a) override;
   void fill_blocks(const FillBlocksArgs& a) override;
   void quant_fp8(const QuantFp8Args& a) override;
   void embed(const EmbedArgs& a) override;

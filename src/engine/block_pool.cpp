@@ -29,15 +29,6 @@ BlockPool::BlockPool(int32_t num_blocks, bool prefix_caching)
 
 // ---- free queue ----
 
-void BlockPool::push_front(int32_t b) {
-  const int32_t first = next_[sentinel_];
-  prev_[b] = sentinel_;
-  next_[b] = first;
-  prev_[first] = b;
-  next_[sentinel_] = b;
-  ++num_free_;
-}
-
 void BlockPool::push_back(int32_t b) {
   const int32_t last = prev_[sentinel_];
   prev_[b] = last;
@@ -108,12 +99,8 @@ void BlockPool::free_blocks(const std::vector<int32_t>& blocks) {
       throw std::logic_error("BlockPool: block " + std::to_string(b) + " freed while unused");
     }
     if (--ref_[b] > 0) continue;
-    if (has_hash_[b]) {
-      push_back(b);  // still valid for prefix hits until evicted
-    } else {
-      push_front(b);
-      note(released_, in_released_, b);
-    }
+    push_back(b);  // cached content stays valid for prefix hits until evicted
+    if (!has_hash_[b]) note(released_, in_released_, b);
   }
 }
 

@@ -3,10 +3,13 @@
 // Modelled on vLLM v1's BlockPool with one KV cache group: every layer's cache is indexed by the
 // same block ids. Block 0 is the reserved null block: never handed out, freed or cached.
 //
-// The free queue holds exactly the blocks with refcount 0. A block freed without a prefix hash
-// goes to the front (reused first); one freed with a hash goes to the back, so cached content
-// survives longest (LRU). allocate() pops from the front; popping a block that still has a hash
-// evicts it from the hash map then (lazy eviction), which is when its bytes become stale.
+// The free queue holds exactly the blocks with refcount 0. As in vLLM v1, every freed block goes to
+// the back (the scheduler frees a request's blocks tail first, so its tail is evicted before its
+// shareable head) and allocate() pops from the front: blocks never used are handed out before any
+// freed one, and a freed block waits a whole turn of the queue before it is reused — which is why
+// stale-data bugs stay hidden while the cache is fresh and show once it has been filled. Popping a
+// block that still has a hash evicts it from the hash map then (lazy eviction), which is when its
+// bytes become stale.
 //
 // The pool also records what the engine must do to the bytes after each scheduling step:
 // blocks newly handed out (zeroed per policy) and blocks whose content became stale (poisoned
@@ -59,7 +62,6 @@ class BlockPool {
   int64_t num_allocations() const { return allocations_; }  // blocks handed out by allocate()
 
  private:
-  void push_front(int32_t b);
   void push_back(int32_t b);
   void unlink(int32_t b);
   bool in_queue(int32_t b) const { return prev_[b] != kNone; }

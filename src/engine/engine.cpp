@@ -11,6 +11,18 @@ namespace {
 // blocks being zeroed (our paged decode works that way, like FlashMLA).
 bool multiplies_whole_tile(LayerKind k) { return k == LayerKind::attention || k == LayerKind::mla; }
 
+bool has_linear_layers(const Scenario& s) {
+  return std::find(s.model.layers.begin(), s.model.layers.end(), LayerKind::linear) !=
+         s.model.layers.end();
+}
+
+std::vector<LayerKind> intersect(const std::vector<LayerKind>& a, std::initializer_list<LayerKind> b) {
+  std::vector<LayerKind> out;
+  for (LayerKind k : a)
+    if (std::find(b.begin(), b.end(), k) != b.end()) out.push_back(k);
+  return out;
+}
+
 }  // namespace
 
 PlanLimits Engine::plan_limits(const Scenario& s) {
@@ -20,6 +32,7 @@ PlanLimits Engine::plan_limits(const Scenario& s) {
   l.block_table_stride = (longest + l.block_size - 1) / l.block_size;
   l.max_decode_splits = s.engine.max_decode_splits;
   if (s.engine.cuda_graphs.mode == GraphMode::decode) l.capture_sizes = s.engine.cuda_graphs.capture_sizes;
+  l.fp8_decode = s.cache.dtype == DType::fp8_e4m3;
   return l;
 }
 
@@ -42,24 +55,35 @@ std::vector<LayerKind> Engine::zeroed_kinds() const {
   return kinds;
 }
 
-void Engine::apply_block_events() {
+void Engine::apply_block_events(const Scheduler& sched) {
   // Released first, then newly allocated: an evicted block is poisoned, then zeroed on reuse.
   const std::vector<int32_t> released = pool_.take_released();
   if (s_.faults.freed_blocks != PoisonPattern::none)
     runner_.fill_blocks(released, to_fill(s_.faults.freed_blocks), s_.model.layers, fill_seed_++);
-  const std::vector<int32_t> fresh = pool_.take_newly_allocated();
-  runner_.fill_blocks(fresh, FillPattern::zero, zeroed_kinds(), 0);
+  // A new block is zeroed through the views of the group that took it (vLLM keeps new_block_ids
+  // per KV-cache group): KV blocks in the attention-like layers the policy lists, state blocks in
+  // the linear layers if it lists "linear".
+  std::vector<int32_t> fresh_kv, fresh_state;
+  std::vector<uint8_t> is_state(pool_.num_blocks(), 0);
+  for (const Request* r : sched.running())
+    if (r->state_block >= 0) is_state[r->state_block] = 1;
+  for (int32_t b : pool_.take_newly_allocated()) (is_state[b] ? fresh_state : fresh_kv).push_back(b);
+  const std::vector<LayerKind> kinds = zeroed_kinds();
+  runner_.fill_blocks(fresh_kv, FillPattern::zero,
+                      intersect(kinds, {LayerKind::attention, LayerKind::mla}), 0);
+  runner_.fill_blocks(fresh_state, FillPattern::zero, intersect(kinds, {LayerKind::linear}), 0);
 }
 
 EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
   EpochCounters c;
-  Scheduler sched(s_.engine, s_.cache.block_size, pool_);
+  Scheduler sched(s_.engine, s_.cache.block_size, pool_, has_linear_layers(s_) ? 1 : 0);
+  const RunnerTiming timing_before = runner_.timing();
   for (auto& r : requests) sched.add(&r);
   const int64_t allocations_before = pool_.num_allocations();
   int32_t step = 0;
   while (sched.has_unfinished()) {
     SchedulerOutput out = sched.schedule(step);
-    apply_block_events();
+    apply_block_events(sched);
     c.preemptions += static_cast<int32_t>(out.preempted.size());
     c.prefix_hit_blocks += out.prefix_hit_blocks;
     if (out.chunks.empty()) {  // nothing has arrived yet (or everything waits on preemption)
@@ -84,6 +108,8 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     ++step;
   }
   c.blocks_allocated = pool_.num_allocations() - allocations_before;
+  c.forward_seconds = runner_.timing().forward_seconds - timing_before.forward_seconds;
+  c.zero_init_seconds = runner_.timing().zero_init_seconds - timing_before.zero_init_seconds;
   return c;
 }
 

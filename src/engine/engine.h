@@ -31,6 +31,8 @@ struct EpochCounters {
   int32_t prefix_hit_blocks = 0;
   int64_t blocks_allocated = 0;
   int64_t tokens = 0;
+  double forward_seconds = 0.0;    // device time of the steps (synchronised wall clock)
+  double zero_init_seconds = 0.0;  // the zero-init mitigation's memsets, timed on their own
 };
 
 class Engine {
@@ -44,7 +46,7 @@ class Engine {
  private:
   static PlanLimits plan_limits(const Scenario& s);
   std::vector<LayerKind> zeroed_kinds() const;
-  void apply_block_events();
+  void apply_block_events(const Scheduler& sched);
 
   const Scenario& s_;
   RegressionSet reg_;

@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kv {
 FillPattern to_fill(PoisonPattern p) {
@@ -27,16 +28,34 @@ DeviceBuffer upload_new(Device& dev, const std::vector<T>& v) {
   return b;
 }
 
+bool has_kind(const ModelSpec& m, LayerKind k) {
+  return std::find(m.layers.begin(), m.layers.end(), k) != m.layers.end();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev,
                          const RegressionSet& reg, const PlanLimits& limits)
     : s_(s), dev_(dev), reg_(reg), limits_(limits) {
   const ModelSpec& m = s.model;
-  q_dim_ = m.num_q_heads * m.head_dim;
-  kv_dim_ = m.num_kv_heads * m.head_dim;
+  const int32_t H = m.num_q_heads, D = m.head_dim;
+  q_dim_ = H * D;
   hidden_ = m.hidden_size;
+  latent_dim_ = m.kv_lora_rank + m.qk_rope_dim;
+  q_width_max_ = q_dim_;
+  kv_width_max_ = has_kind(m, LayerKind::linear) ? q_dim_ : m.num_kv_heads * D;
+  head_out_max_ = D;
+  if (has_kind(m, LayerKind::mla)) {
+    q_width_max_ = std::max(q_width_max_, H * latent_dim_);
+    kv_width_max_ = std::max(kv_width_max_, latent_dim_);
+    head_out_max_ = std::max(head_out_max_, m.kv_lora_rank);
+  }
   softmax_scale_ = w.softmax_scale;
+  mla_softmax_scale_ = w.mla_softmax_scale;
   max_rows_ = s.engine.max_tokens_per_step;
   for (int32_t c : limits.capture_sizes) max_rows_ = std::max(max_rows_, c);
   max_rows_ = std::max(max_rows_, s.engine.max_running_requests);
@@ -51,11 +70,31 @@ void ModelRunner::upload_weights(const ModelWeights& w) {
   lm_head_ = upload_new(dev_, w.lm_head);
   layers_.resize(w.layers.size());
   for (size_t l = 0; l < w.layers.size(); ++l) {
-    layers_[l].wq = upload_new(dev_, w.layers[l].wq);
-    layers_[l].wk = upload_new(dev_, w.layers[l].wk);
-    layers_[l].wv = upload_new(dev_, w.layers[l].wv);
-    layers_[l].bv = upload_new(dev_, w.layers[l].bv);
-    layers_[l].wo = upload_new(dev_, w.layers[l].wo);
+    const LayerWeights& lw = w.layers[l];
+    LayerBuffers& L = layers_[l];
+    L.kind = s_.model.layers[l];
+    switch (L.kind) {
+      case LayerKind::attention:
+        L.wq = upload_new(dev_, lw.wq);
+        L.wk = upload_new(dev_, lw.wk);
+        L.wv = upload_new(dev_, lw.wv);
+        L.bias = upload_new(dev_, lw.bv);
+        break;
+      case LayerKind::mla:  // the engine runs absorbed: folded query weights, latent projection
+        L.wq = upload_new(dev_, lw.wq_abs);
+        L.wk = upload_new(dev_, lw.wdkv);
+        L.bias = upload_new(dev_, lw.bdkv);
+        L.wuv = upload_new(dev_, lw.wuv);
+        break;
+      case LayerKind::linear:
+        L.wq = upload_new(dev_, lw.wq);
+        L.wk = upload_new(dev_, lw.wk);
+        L.wv = upload_new(dev_, lw.wv);
+        L.wg = upload_new(dev_, lw.wg);
+        L.bias = upload_new(dev_, lw.bg);
+        break;
+    }
+    L.wo = upload_new(dev_, lw.wo);
   }
 }
 
@@ -63,15 +102,26 @@ void ModelRunner::allocate_buffers() {
   const ModelSpec& m = s_.model;
   const CacheSpec& c = s_.cache;
   const size_t R = static_cast<size_t>(max_rows_);
+  const size_t H = static_cast<size_t>(m.num_q_heads);
   const size_t stride = static_cast<size_t>(limits_.block_table_stride);
   const size_t splits = static_cast<size_t>(limits_.max_decode_splits);
-  for (auto& L : layers_) {
-    L.cache = DeviceBuffer(dev_, static_cast<size_t>(layer_cache_bytes(
-                                     c.num_blocks, c.block_size, m.num_kv_heads, m.head_dim, c.dtype)));
-    L.kv = make_paged_kv(L.cache.as(), c.layout, c.dtype, c.num_blocks, c.block_size,
-                         m.num_kv_heads, m.head_dim);
+
+  cache_plan_ = plan_cache_layout(m, c);
+  for (int64_t bytes : cache_plan_.buffer_bytes)
+    caches_.emplace_back(dev_, static_cast<size_t>(bytes));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerBuffers& L = layers_[l];
+    void* base = caches_[cache_plan_.buffer_of_layer[l]].as();
+    if (L.kind == LayerKind::linear) {
+      L.state = static_cast<float*>(base);
+      L.state_stride = state_block_stride(m, cache_plan_);
+      L.fill_view = state_fill_view(base, m, c, cache_plan_);
+    } else {
+      L.kv = layer_kv_view(base, L.kind, m, c, cache_plan_);
+      L.fill_view = L.kv;
+      L.quant = buffer_of<float>(dev_, R * q_dim_);
+    }
     L.attn_out = buffer_of<float>(dev_, R * q_dim_);
-    L.quant = buffer_of<float>(dev_, R * q_dim_);
   }
   tokens_ = buffer_of<int32_t>(dev_, R);
   positions_ = buffer_of<int32_t>(dev_, R);
@@ -84,17 +134,22 @@ void ModelRunner::allocate_buffers() {
   context_table_ = buffer_of<int32_t>(dev_, R * stride);
   context_lens_ = buffer_of<int32_t>(dev_, R);
   context_starts_ = buffer_of<int32_t>(dev_, R + 1);
+  linear_starts_ = buffer_of<int32_t>(dev_, R + 1);
+  linear_blocks_ = buffer_of<int32_t>(dev_, R);
+  linear_has_state_ = buffer_of<int32_t>(dev_, R);
   h_ = buffer_of<float>(dev_, R * hidden_);
   x_ = buffer_of<float>(dev_, R * hidden_);
-  q_ = buffer_of<float>(dev_, R * q_dim_);
-  k_ = buffer_of<float>(dev_, R * kv_dim_);
-  v_ = buffer_of<float>(dev_, R * kv_dim_);
-  ctx_out_ = buffer_of<float>(dev_, R * q_dim_);
-  ctx_lse_ = buffer_of<float>(dev_, R * m.num_q_heads);
-  new_out_ = buffer_of<float>(dev_, R * q_dim_);
-  new_lse_ = buffer_of<float>(dev_, R * m.num_q_heads);
-  partial_out_ = buffer_of<float>(dev_, R * splits * q_dim_);
-  partial_lse_ = buffer_of<float>(dev_, R * splits * m.num_q_heads);
+  q_ = buffer_of<float>(dev_, R * q_width_max_);
+  k_ = buffer_of<float>(dev_, R * kv_width_max_);
+  v_ = buffer_of<float>(dev_, R * kv_width_max_);
+  gate_ = buffer_of<float>(dev_, R * H);
+  latent_out_ = buffer_of<float>(dev_, R * H * m.kv_lora_rank);
+  ctx_out_ = buffer_of<float>(dev_, R * H * head_out_max_);
+  ctx_lse_ = buffer_of<float>(dev_, R * H);
+  new_out_ = buffer_of<float>(dev_, R * H * head_out_max_);
+  new_lse_ = buffer_of<float>(dev_, R * H);
+  partial_out_ = buffer_of<float>(dev_, R * splits * H * head_out_max_);
+  partial_lse_ = buffer_of<float>(dev_, R * splits * H);
   logits_ = buffer_of<float>(dev_, R * m.vocab_size);
   sampled_ = buffer_of<int32_t>(dev_, R);
 }
@@ -103,13 +158,14 @@ void ModelRunner::capture_graphs() {
   for (int32_t size : limits_.capture_sizes) {
     const StepPlan p = build_capture_plan(size, limits_);
     const int32_t* meta = decode_meta_.as<int32_t>();
-    upload_inputs(p, meta);
-    dev_.begin_capture();
-    if (reg_.graph_metadata_not_persistent) {
-      // The bug: the metadata builder hands the kernel a fresh buffer; the graph keeps its address.
+    if (reg_.graph_metadata_not_persistent && limits_.fp8_decode) {
+      // The seed-003 bug: the fp8 metadata builder hands the kernel a fresh buffer each step, and
+      // the graph keeps the address of the one it was captured with.
       graph_metadata_.push_back(upload_new(dev_, p.decode_meta));
       meta = graph_metadata_.back().as<int32_t>();
     }
+    upload_inputs(p, meta);
+    dev_.begin_capture();
     launch(p, meta);
     graphs_[size] = dev_.end_capture();
   }
@@ -118,8 +174,8 @@ void ModelRunner::capture_graphs() {
 void ModelRunner::ensure_context_capacity(int32_t tokens) {
   if (tokens <= ctx_capacity_) return;
   ctx_capacity_ = std::max(tokens, 2 * ctx_capacity_);
-  ctx_k_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_dim_);
-  ctx_v_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_dim_);
+  ctx_k_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_width_max_);
+  ctx_v_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_width_max_);
 }
 
 void ModelRunner::upload_inputs(const StepPlan& p, const int32_t* meta_dev) {
@@ -134,85 +190,90 @@ void ModelRunner::upload_inputs(const StepPlan& p, const int32_t* meta_dev) {
   context_table_.upload(p.context_block_table);
   context_lens_.upload(p.context_lens);
   context_starts_.upload(p.context_starts);
+  linear_starts_.upload(p.linear_seq_starts);
+  linear_blocks_.upload(p.linear_state_blocks);
+  linear_has_state_.upload(p.linear_has_state);
+}
+
+float* ModelRunner::mixer_out(LayerBuffers& L) {
+  return L.kind == LayerKind::mla ? latent_out_.as<float>() : L.attn_out.as<float>();
 }
 
 void ModelRunner::poison_outputs(const StepPlan& p) {
   const size_t rows = static_cast<size_t>(p.padded_rows);
+  const size_t H = static_cast<size_t>(s_.model.num_q_heads);
   const FaultSpec& f = s_.faults;
   if (f.unwritten_outputs != PoisonPattern::none) {
     const FillPattern pat = to_fill(f.unwritten_outputs);
     for (auto& L : layers_) dev_.fill(L.attn_out.as(), rows * q_dim_ * sizeof(float), pat, 1);
-    for (DeviceBuffer* b : {&ctx_out_, &new_out_})
-      dev_.fill(b->as(), rows * q_dim_ * sizeof(float), pat, 2);
+    for (DeviceBuffer* b : {&ctx_out_, &new_out_, &latent_out_})
+      dev_.fill(b->as(), std::min(b->bytes(), rows * H * head_out_max_ * sizeof(float)), pat, 2);
     for (DeviceBuffer* b : {&ctx_lse_, &new_lse_})
-      dev_.fill(b->as(), rows * s_.model.num_q_heads * sizeof(float), pat, 3);
+      dev_.fill(b->as(), rows * H * sizeof(float), pat, 3);
   }
   if (f.padded_rows != PoisonPattern::none && p.padded_rows > p.num_rows) {
     const FillPattern pat = to_fill(f.padded_rows);
     const size_t pad = static_cast<size_t>(p.padded_rows - p.num_rows);
-    for (auto& L : layers_)
-      dev_.fill(L.attn_out.as<float>() + static_cast<size_t>(p.num_rows) * q_dim_,
-                pad * q_dim_ * sizeof(float), pat, 4);
+    for (auto& L : layers_) {
+      const size_t width = L.kind == LayerKind::mla ? H * s_.model.kv_lora_rank : q_dim_;
+      dev_.fill(mixer_out(L) + static_cast<size_t>(p.num_rows) * width, pad * width * sizeof(float),
+                pat, 4);
+    }
+  }
+}
+
+// The seed-001 mitigation: zero the attention ops' output buffers before they run, so that rows
+// no kernel writes (graph padding) hold zeros instead of stale bytes. Costs a memset per layer.
+void ModelRunner::zero_init_outputs(int32_t rows) {
+  const size_t H = static_cast<size_t>(s_.model.num_q_heads);
+  for (auto& L : layers_) {
+    if (L.kind == LayerKind::linear) continue;
+    const size_t width = L.kind == LayerKind::mla ? H * s_.model.kv_lora_rank : q_dim_;
+    dev_.memset_async(mixer_out(L), static_cast<size_t>(rows) * width * sizeof(float),
+                      FillPattern::zero);
   }
 }
 
 void ModelRunner::forward(const StepPlan& p) {
   DeviceBuffer fresh_meta;
   const int32_t* meta = decode_meta_.as<int32_t>();
-  if (reg_.graph_metadata_not_persistent) {
+  if (reg_.graph_metadata_not_persistent && limits_.fp8_decode) {
     fresh_meta = upload_new(dev_, p.decode_meta);  // a replay never sees this buffer
     meta = fresh_meta.as<int32_t>();
   }
   upload_inputs(p, meta);
   ensure_context_capacity(p.total_context_tokens());
   poison_outputs(p);
+  if (s_.engine.zero_init_outputs) {
+    // What the mitigation costs, timed on its own (the step below runs it again, in the graph).
+    const auto t0 = std::chrono::steady_clock::now();
+    zero_init_outputs(p.padded_rows);
+    dev_.synchronize();
+    timing_.zero_init_seconds += seconds_since(t0);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   if (p.use_graph) {
     dev_.replay(graphs_.at(p.padded_rows));
   } else {
     launch(p, meta);
   }
   dev_.synchronize();
+  timing_.forward_seconds += seconds_since(t0);
+  ++timing_.steps;
 }
 
 void ModelRunner::launch(const StepPlan& p, const int32_t* meta_dev) {
   const int32_t rows = p.padded_rows;
   dev_.embed({tokens_.as<int32_t>(), positions_.as<int32_t>(), embed_.as<float>(), h_.as<float>(),
               rows, hidden_, s_.model.vocab_size});
+  if (s_.engine.zero_init_outputs) zero_init_outputs(rows);
   for (auto& L : layers_) {
     dev_.rms_norm({h_.as<float>(), x_.as<float>(), rows, hidden_, kRmsNormEps});
-    dev_.linear({x_.as<float>(), hidden_, L.wq.as<float>(), nullptr, q_.as<float>(), q_dim_, rows,
-                 hidden_, q_dim_, false});
-    dev_.linear({x_.as<float>(), hidden_, L.wk.as<float>(), nullptr, k_.as<float>(), kv_dim_, rows,
-                 hidden_, kv_dim_, false});
-    dev_.linear({x_.as<float>(), hidden_, L.wv.as<float>(), L.bv.as<float>(), v_.as<float>(),
-                 kv_dim_, rows, hidden_, kv_dim_, false});
-    WriteKvArgs w;
-    w.cache = L.kv;
-    w.k = k_.as<float>();
-    w.v = v_.as<float>();
-    w.k_row_stride = w.v_row_stride = kv_dim_;
-    w.slot_mapping = slots_.as<int64_t>();
-    w.num_tokens = rows;
-    dev_.write_kv(w);
-    if (s_.engine.zero_init_outputs)  // the seed-001 mitigation; costs a memset per step
-      dev_.memset_async(L.attn_out.as(), static_cast<size_t>(rows) * q_dim_ * sizeof(float),
-                        FillPattern::zero);
-    launch_attention(p, L, meta_dev);
-
-    QuantFp8Args qa;
-    qa.x = L.attn_out.as<float>();
-    qa.y = L.quant.as<float>();
-    qa.row_stride = q_dim_;
-    qa.cols = q_dim_;
-    qa.num_rows = rows;
-    if (reg_.padded_rows_in_reduction) {
-      qa.amax_rows_fixed = rows;  // the bug: every row of the (padded) batch
-    } else {
-      qa.amax_rows = num_real_rows_.as<int32_t>();  // the fix: the real rows only
+    switch (L.kind) {
+      case LayerKind::attention: launch_attention(p, L, meta_dev); break;
+      case LayerKind::mla: launch_mla(p, L, meta_dev); break;
+      case LayerKind::linear: launch_linear(p, L); break;
     }
-    dev_.quant_fp8(qa);
-    dev_.linear({L.quant.as<float>(), q_dim_, L.wo.as<float>(), nullptr, h_.as<float>(), hidden_,
-                 rows, q_dim_, hidden_, true});
   }
   dev_.rms_norm({h_.as<float>(), x_.as<float>(), rows, hidden_, kRmsNormEps});
   dev_.linear({x_.as<float>(), hidden_, lm_head_.as<float>(), nullptr, logits_.as<float>(),
@@ -222,14 +283,115 @@ void ModelRunner::launch(const StepPlan& p, const int32_t* meta_dev) {
 
 void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev) {
   const ModelSpec& m = s_.model;
+  const int32_t rows = p.padded_rows, kv_dim = m.num_kv_heads * m.head_dim;
+  dev_.linear({x_.as<float>(), hidden_, L.wq.as<float>(), nullptr, q_.as<float>(), q_dim_, rows,
+               hidden_, q_dim_, false});
+  dev_.linear({x_.as<float>(), hidden_, L.wk.as<float>(), nullptr, k_.as<float>(), kv_dim, rows,
+               hidden_, kv_dim, false});
+  dev_.linear({x_.as<float>(), hidden_, L.wv.as<float>(), L.bias.as<float>(), v_.as<float>(),
+               kv_dim, rows, hidden_, kv_dim, false});
+  WriteKvArgs w;
+  w.cache = L.kv;
+  w.k = k_.as<float>();
+  w.v = v_.as<float>();
+  w.k_row_stride = w.v_row_stride = kv_dim;
+  w.slot_mapping = slots_.as<int64_t>();
+  w.num_tokens = rows;
+  dev_.write_kv(w);
+  const MixerShape shape{q_dim_, kv_dim, m.num_kv_heads, m.head_dim, m.head_dim, softmax_scale_};
+  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), v_.as<float>(), L.attn_out.as<float>());
+  launch_quant_and_oproj(rows, L);
+}
+
+void ModelRunner::launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev) {
+  const ModelSpec& m = s_.model;
+  const int32_t rows = p.padded_rows, H = m.num_q_heads, R = m.kv_lora_rank;
+  const int32_t qw = H * latent_dim_;
+  // Absorbed query: per head [Wuk_h^T q_nope | q_rope], so attention runs over the latent rows.
+  dev_.linear({x_.as<float>(), hidden_, L.wq.as<float>(), nullptr, q_.as<float>(), qw, rows,
+               hidden_, qw, false});
+  dev_.linear({x_.as<float>(), hidden_, L.wk.as<float>(), L.bias.as<float>(), k_.as<float>(),
+               latent_dim_, rows, hidden_, latent_dim_, false});
+  WriteKvArgs w;
+  w.cache = L.kv;
+  w.k = k_.as<float>();  // the latent is K; V is its first kv_lora_rank features
+  w.k_row_stride = latent_dim_;
+  w.slot_mapping = slots_.as<int64_t>();
+  w.num_tokens = rows;
+  dev_.write_kv(w);
+  const MixerShape shape{qw, latent_dim_, 1, latent_dim_, R, mla_softmax_scale_};
+  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), k_.as<float>(), latent_out_.as<float>());
+  // o_h = Wuv_h · latent output of head h: one grouped linear over the heads.
+  LinearArgs up{latent_out_.as<float>(), int64_t{H} * R, L.wuv.as<float>(), nullptr,
+                L.attn_out.as<float>(), q_dim_, rows, R, m.head_dim, false};
+  up.groups = H;
+  up.x_group_stride = R;
+  dev_.linear(up);
+  launch_quant_and_oproj(rows, L);
+}
+
+void ModelRunner::launch_linear(const StepPlan& p, LayerBuffers& L) {
+  const ModelSpec& m = s_.model;
+  const int32_t rows = p.padded_rows, H = m.num_q_heads;
+  for (auto [w, out] : {std::pair{&L.wq, &q_}, std::pair{&L.wk, &k_}, std::pair{&L.wv, &v_}})
+    dev_.linear({x_.as<float>(), hidden_, w->as<float>(), nullptr, out->as<float>(), q_dim_, rows,
+                 hidden_, q_dim_, false});
+  dev_.linear({x_.as<float>(), hidden_, L.wg.as<float>(), L.bias.as<float>(), gate_.as<float>(), H,
+               rows, hidden_, H, false});
+  LinearAttnArgs a;
+  a.state = L.state;
+  a.state_block_stride = L.state_stride;
+  a.q = q_.as<float>();
+  a.k = k_.as<float>();
+  a.v = v_.as<float>();
+  a.qkv_row_stride = q_dim_;
+  a.gate = gate_.as<float>();
+  a.gate_row_stride = H;
+  a.out = L.attn_out.as<float>();
+  a.out_row_stride = q_dim_;
+  a.seq_starts = linear_starts_.as<int32_t>();
+  a.state_blocks = linear_blocks_.as<int32_t>();
+  a.has_initial_state = linear_has_state_.as<int32_t>();
+  a.num_seqs = p.linear_seqs();
+  a.num_heads = H;
+  a.head_dim = m.head_dim;
+  a.scale = softmax_scale_;
+  dev_.linear_attention(a);
+  // No batch-wide op after a linear layer: its output goes straight into o_proj.
+  dev_.linear({L.attn_out.as<float>(), q_dim_, L.wo.as<float>(), nullptr, h_.as<float>(), hidden_,
+               rows, q_dim_, hidden_, true});
+}
+
+void ModelRunner::launch_quant_and_oproj(int32_t rows, LayerBuffers& L) {
+  QuantFp8Args qa;
+  qa.x = L.attn_out.as<float>();
+  qa.y = L.quant.as<float>();
+  qa.row_stride = q_dim_;
+  qa.cols = q_dim_;
+  qa.num_rows = rows;
+  if (reg_.padded_rows_in_reduction) {
+    qa.amax_rows_fixed = rows;  // the bug: every row of the (padded) batch
+  } else {
+    qa.amax_rows = num_real_rows_.as<int32_t>();  // the fix: the real rows only
+  }
+  dev_.quant_fp8(qa);
+  dev_.linear({L.quant.as<float>(), q_dim_, L.wo.as<float>(), nullptr, h_.as<float>(), hidden_,
+               rows, q_dim_, hidden_, true});
+}
+
+void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const MixerShape& m,
+                                  const int32_t* meta_dev, const float* k_new, const float* v_new,
+                                  float* out) {
+  const int32_t H = s_.model.num_q_heads;
+  const int64_t out_stride = int64_t{H} * m.v_dim;
   const int32_t nd = p.decode_rows();
   if (nd > 0) {
     PagedDecodeArgs a;
-    a.cache = L.kv;
+    a.cache = kv;
     a.q = q_.as<float>();
-    a.q_row_stride = q_dim_;
-    a.out = L.attn_out.as<float>();
-    a.out_row_stride = q_dim_;
+    a.q_row_stride = m.q_width;
+    a.out = out;
+    a.out_row_stride = out_stride;
     a.block_table = decode_table_.as<int32_t>();
     a.block_table_stride = limits_.block_table_stride;
     a.seq_lens = decode_seq_lens_.as<int32_t>();
@@ -238,39 +400,62 @@ void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int
     a.partial_lse = partial_lse_.as<float>();
     a.max_splits = limits_.max_decode_splits;
     a.num_rows = nd;
-    a.num_q_heads = m.num_q_heads;
-    a.scale = softmax_scale_;
+    a.num_q_heads = H;
+    a.v_dim = m.v_dim;
+    a.scale = m.scale;
     dev_.paged_decode(a);
   }
   const int32_t np = p.prefill_rows();
   if (np <= 0) return;
-  const size_t q_off = static_cast<size_t>(p.num_decode) * q_dim_;
-  const size_t kv_off = static_cast<size_t>(p.num_decode) * kv_dim_;
+  const bool k_only = kv.v == kv.k;  // mla: V is the latent K
+  auto varlen = [&](const float* k, const float* v, bool causal) {
+    VarlenAttnArgs a;
+    a.q = q_.as<float>() + static_cast<size_t>(p.num_decode) * m.q_width;
+    a.q_row_stride = m.q_width;
+    a.k = k;
+    a.v = v;
+    a.kv_row_stride = m.kv_width;
+    a.q_starts = prefill_q_starts_.as<int32_t>();  // rows relative to the first prefill row
+    a.out_row_stride = out_stride;
+    a.num_q_heads = H;
+    a.num_kv_heads = m.num_kv_heads;
+    a.head_dim = m.head_dim;
+    a.v_dim = m.v_dim;
+    a.scale = m.scale;
+    a.causal = causal;
+    return a;
+  };
   if (p.num_context_seqs > 0) {
     GatherKvArgs g;
-    g.cache = L.kv;
+    g.cache = kv;
     g.block_table = context_table_.as<int32_t>();
     g.block_table_stride = limits_.block_table_stride;
     g.ctx_lens = context_lens_.as<int32_t>();
     g.ctx_starts = context_starts_.as<int32_t>();
     g.k_out = ctx_k_.as<float>();
-    g.v_out = ctx_v_.as<float>();
+    g.v_out = k_only ? nullptr : ctx_v_.as<float>();
     g.num_seqs = p.num_context_seqs;
     g.assume_contiguous = reg_.gather_assumes_contiguous;
     dev_.gather_kv(g);
 
-    VarlenAttnArgs c = varlen_args(q_off, ctx_k_.as<float>(), ctx_v_.as<float>(), false);
+    VarlenAttnArgs c = varlen(ctx_k_.as<float>(), k_only ? ctx_k_.as<float>() : ctx_v_.as<float>(),
+                              false);
     c.k_starts = context_starts_.as<int32_t>();
     c.out = ctx_out_.as<float>();
     c.lse = ctx_lse_.as<float>();
     c.num_seqs = p.num_context_seqs;
     dev_.varlen_attention(c);
   }
-  VarlenAttnArgs n = varlen_args(q_off, k_.as<float>() + kv_off, v_.as<float>() + kv_off, true);
+  const size_t kv_off = static_cast<size_t>(p.num_decode) * m.kv_width;
+  VarlenAttnArgs n = varlen(k_new + kv_off, v_new + kv_off, true);
   n.k_starts = prefill_q_starts_.as<int32_t>();
   n.out = new_out_.as<float>();
   n.lse = new_lse_.as<float>();
   n.num_seqs = p.num_prefill_seqs;
+  // The new tokens' K/V come from the projections: attend to them as the cache stores them.
+  n.kv_dtype = kv.dtype;
+  n.k_scale = kv.k_scale;
+  n.v_scale = kv.v_scale;
   dev_.varlen_attention(n);
 
   MergeStatesArgs mg;
@@ -278,32 +463,14 @@ void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int
   mg.lse_a = ctx_lse_.as<float>();
   mg.out_b = new_out_.as<float>();
   mg.lse_b = new_lse_.as<float>();
-  mg.out = L.attn_out.as<float>() + q_off;
-  mg.row_stride = q_dim_;
+  mg.out = out + static_cast<size_t>(p.num_decode) * out_stride;
+  mg.row_stride = out_stride;
   mg.num_rows = np;
   // The fix of seed 002: merge only the tokens that have context; the bug merges all of them.
   mg.num_merge = reg_.merge_ignores_context_count ? np : p.prefill_tokens_with_context;
-  mg.num_heads = m.num_q_heads;
-  mg.head_dim = m.head_dim;
+  mg.num_heads = H;
+  mg.head_dim = m.v_dim;
   dev_.merge_states(mg);
-}
-
-VarlenAttnArgs ModelRunner::varlen_args(size_t q_off, const float* k, const float* v,
-                                        bool causal) const {
-  VarlenAttnArgs a;
-  a.q = q_.as<float>() + q_off;
-  a.q_row_stride = q_dim_;
-  a.k = k;
-  a.v = v;
-  a.kv_row_stride = kv_dim_;
-  a.q_starts = prefill_q_starts_.as<int32_t>();  // rows relative to the first prefill row
-  a.out_row_stride = q_dim_;
-  a.num_q_heads = s_.model.num_q_heads;
-  a.num_kv_heads = s_.model.num_kv_heads;
-  a.head_dim = s_.model.head_dim;
-  a.scale = softmax_scale_;
-  a.causal = causal;
-  return a;
 }
 
 StepOutputs ModelRunner::read_outputs(const StepPlan& p) const {
@@ -312,7 +479,9 @@ StepOutputs ModelRunner::read_outputs(const StepPlan& p) const {
   for (const auto& L : layers_) {
     o.attn_out.emplace_back(n);
     dev_.download(o.attn_out.back().data(), L.attn_out.as(), n * sizeof(float));
-    o.quant_out.emplace_back(n);
+    o.quant_out.emplace_back();
+    if (L.kind == LayerKind::linear) continue;
+    o.quant_out.back().resize(n);
     dev_.download(o.quant_out.back().data(), L.quant.as(), n * sizeof(float));
   }
   o.sampled.resize(p.num_rows);
@@ -325,9 +494,9 @@ void ModelRunner::fill_blocks(const std::vector<int32_t>& ids, FillPattern patte
   if (ids.empty()) return;
   DeviceBuffer ids_dev = upload_new(dev_, ids);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (std::find(kinds.begin(), kinds.end(), s_.model.layers[l]) == kinds.end()) continue;
+    if (std::find(kinds.begin(), kinds.end(), layers_[l].kind) == kinds.end()) continue;
     FillBlocksArgs a;
-    a.cache = layers_[l].kv;
+    a.cache = layers_[l].fill_view;
     a.block_ids = ids_dev.as<int32_t>();
     a.num_ids = static_cast<int32_t>(ids.size());
     a.pattern = pattern;

@@ -1,10 +1,18 @@
 // model_runner.h — runs the synthetic model on a Device, one step at a time.
 //
 // The constructor reads as the boot order: upload the weights, allocate the persistent buffers
-// and the KV cache, capture one CUDA graph per capture size. forward() then either launches the
-// step's ops (eager) or copies the step's metadata into the persistent buffers the graph was
-// captured with and replays it, exactly as a CUDA-graph runner does: a replay reads whatever sits
-// at the captured addresses.
+// and the caches (separate or hybrid pool, cache_layout.h), capture one CUDA graph per capture
+// size. forward() then either launches the step's ops (eager) or copies the step's metadata into
+// the persistent buffers the graph was captured with and replays it, exactly as a CUDA-graph
+// runner does: a replay reads whatever sits at the captured addresses.
+//
+// Per layer kind (model_weights.h has the math):
+//   attention: q/k/v projections, write_kv, paged decode | gather + context attention + causal
+//              attention + merge, then the batch-wide fp8 op and o_proj;
+//   mla:       absorbed query and latent projections, write_kv of the latent, the same decode /
+//              prefill ops over the one-head latent cache (V = the first kv_lora_rank features),
+//              the per-head up-projection, then the fp8 op and o_proj;
+//   linear:    q/k/v/gate projections, linear_attention over the state blocks, o_proj.
 #pragma once
 
 #include <cstdint>
@@ -13,18 +21,28 @@
 
 #include "device/device.h"
 #include "device/device_buffer.h"
+#include "engine/cache_layout.h"
 #include "engine/model_weights.h"
-#include "scenario/regressions.h"
 #include "engine/step_plan.h"
+#include "scenario/regressions.h"
 #include "scenario/scenario.h"
 
 namespace kv {
 
 // What the checks read back after a step, for the real rows only.
 struct StepOutputs {
-  std::vector<std::vector<float>> attn_out;   // per layer [num_rows][q_dim]: attention outputs
-  std::vector<std::vector<float>> quant_out;  // per layer [num_rows][q_dim]: after the fp8 op
+  std::vector<std::vector<float>> attn_out;   // per layer [num_rows][q_dim]: the mixer's output
+  std::vector<std::vector<float>> quant_out;  // per layer [num_rows][q_dim] after the fp8 op;
+                                              // empty for linear layers (they have none)
   std::vector<int32_t> sampled;               // [num_rows] argmax per row (-1: NaN logits)
+};
+
+// Wall time of the steps run so far (device synchronised), and of the seed-001 mitigation's
+// memsets timed on their own right before each step that has them.
+struct RunnerTiming {
+  int64_t steps = 0;
+  double forward_seconds = 0.0;
+  double zero_init_seconds = 0.0;
 };
 
 // The fill an injected fault writes.
@@ -38,18 +56,22 @@ class ModelRunner {
   void forward(const StepPlan& p);
   StepOutputs read_outputs(const StepPlan& p) const;
 
-  // zero_blocks / poison_blocks on the caches of the layers that `kinds` selects.
+  // zero_blocks / poison_blocks on the views of the layers whose kind `kinds` lists.
   void fill_blocks(const std::vector<int32_t>& ids, FillPattern pattern,
                    const std::vector<LayerKind>& kinds, uint64_t seed);
   int32_t graphs_captured() const { return static_cast<int32_t>(graphs_.size()); }
+  const RunnerTiming& timing() const { return timing_; }
 
  private:
   struct LayerBuffers {
-    DeviceBuffer wq, wk, wv, bv, wo;
-    DeviceBuffer cache;
-    PagedKv kv;
-    DeviceBuffer attn_out;  // attention output, read by the checks
-    DeviceBuffer quant;     // after the batch-wide fp8 op: the o_proj input
+    LayerKind kind = LayerKind::attention;
+    DeviceBuffer wq, wk, wv, bias, wo, wg, wuv;  // per kind, see upload_weights
+    PagedKv kv;                 // attention / mla view of the cache
+    float* state = nullptr;     // linear: element 0 of block 0 of the state view
+    int64_t state_stride = 0;   // linear: floats between blocks
+    PagedKv fill_view;          // what zero/poison blocks fill for this layer
+    DeviceBuffer attn_out;      // [rows][q_dim]: the checked output
+    DeviceBuffer quant;         // [rows][q_dim]: after the batch-wide fp8 op (not linear)
   };
 
   void upload_weights(const ModelWeights& w);
@@ -57,34 +79,52 @@ class ModelRunner {
   void capture_graphs();
   void upload_inputs(const StepPlan& p, const int32_t* meta_dev);
   void poison_outputs(const StepPlan& p);
+  void zero_init_outputs(int32_t rows);
   void ensure_context_capacity(int32_t tokens);
   // The step's ops in order; recorded instead of run while a graph is being captured.
   void launch(const StepPlan& p, const int32_t* meta_dev);
   void launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
-  // Prefill attention over contiguous K/V: the fields shared by the context and causal calls.
-  VarlenAttnArgs varlen_args(size_t q_off, const float* k, const float* v, bool causal) const;
+  void launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
+  void launch_linear(const StepPlan& p, LayerBuffers& L);
+  void launch_quant_and_oproj(int32_t rows, LayerBuffers& L);
+  // Decode and prefill-with-context over one paged cache: the ops attention and mla share.
+  // q rows are q_width wide; the output of a head is v_dim wide, rows written at `out`.
+  struct MixerShape {
+    int32_t q_width, kv_width, num_kv_heads, head_dim, v_dim;
+    float scale;
+  };
+  void paged_attention(const StepPlan& p, const PagedKv& kv, const MixerShape& m,
+                       const int32_t* meta_dev, const float* k_new, const float* v_new,
+                       float* out);
+  float* mixer_out(LayerBuffers& L);  // what the attention op writes (mla: the latent output)
 
   const Scenario& s_;
   Device& dev_;
   RegressionSet reg_;
   PlanLimits limits_;
-  int32_t max_rows_, q_dim_, kv_dim_, hidden_;
-  float softmax_scale_;
+  int32_t max_rows_, q_dim_, hidden_;
+  int32_t latent_dim_;     // mla: kv_lora_rank + qk_rope_dim
+  int32_t q_width_max_, kv_width_max_, head_out_max_;  // workspace widths over the layer kinds
+  float softmax_scale_, mla_softmax_scale_;
 
   DeviceBuffer embed_, lm_head_;
+  CacheLayoutPlan cache_plan_;
+  std::vector<DeviceBuffer> caches_;
   std::vector<LayerBuffers> layers_;
   // Persistent inputs (graphs hold their addresses).
   DeviceBuffer tokens_, positions_, slots_, num_real_rows_;
   DeviceBuffer decode_table_, decode_seq_lens_, decode_meta_;
   DeviceBuffer prefill_q_starts_, context_table_, context_lens_, context_starts_;
+  DeviceBuffer linear_starts_, linear_blocks_, linear_has_state_;
   // Activations and workspaces.
-  DeviceBuffer h_, x_, q_, k_, v_;
+  DeviceBuffer h_, x_, q_, k_, v_, gate_, latent_out_;
   DeviceBuffer ctx_out_, ctx_lse_, new_out_, new_lse_, partial_out_, partial_lse_;
   DeviceBuffer ctx_k_, ctx_v_;
   int32_t ctx_capacity_ = 0;
   DeviceBuffer logits_, sampled_;
   std::map<int32_t, GraphId> graphs_;  // capture size -> graph
   std::vector<DeviceBuffer> graph_metadata_;  // fresh-per-step metadata held by graphs (regression)
+  RunnerTiming timing_;
 };
 
 }  // namespace kv

@@ -1,18 +1,43 @@
-// model_weights.h — the synthetic transformer's fixed random weights, shared by the engine (which
+// model_weights.h — the synthetic model's fixed random weights, shared by the engine (which
 // uploads them to the device) and the float64 reference (which reads them on the host).
 //
-// Per layer: x = rms_norm(h); q = Wq x; k = Wk x; v = Wv x + bv; o = attention(q, K, V);
-// h += Wo · quant_fp8(o). After the last layer: logits = Wlm · rms_norm(h); next token = argmax.
+// Every layer: x = rms_norm(h), then the layer's mixer produces o ([num_q_heads][head_dim] per
+// token, "the attention output" the checks compare), then h += Wo · o', where o' = quant_fp8(o)
+// for attention and mla layers (the batch-wide op) and o' = o for linear layers. After the last
+// layer: logits = Wlm · rms_norm(h); next token = argmax. H = num_q_heads, D = head_dim.
 //
-// Why the V bias: the batch-wide fp8 quantisation takes amax over the rows of the batch, which
+// attention: q = Wq x; k = Wk x; v = Wv x + bv; o = softmax(q·K / sqrt(D)) V per head (GQA).
+//
+// mla (R = kv_lora_rank, P = qk_rope_dim): the cache holds, per token, one latent row
+//   lat = [c | kr] = Wdkv x + bdkv               (R + P values; c = lat[0, R), kr = lat[R, R+P))
+//   per head h: q_nope_h = Wqn_h x (D), q_rope_h = Wqr_h x (P),
+//               k_h,t = [Wuk_h c_t | kr_t],  v_h,t = Wuv_h c_t  (Wuk_h, Wuv_h are [D][R])
+//   o_h = softmax((q_nope_h·(Wuk_h c_t) + q_rope_h·kr_t) / sqrt(D + P)) v_h,t.
+//   The reference computes exactly that. The engine runs it absorbed (as FlashMLA backends do):
+//   q_lat_h = [Wuk_h^T q_nope_h | q_rope_h] (one linear with the folded weight Wq_abs), attention
+//   of q_lat over the latent rows with V = c, then o_h = Wuv_h · (that output) (a grouped linear).
+//
+// linear: q = Wq x; k = Wk x; v = Wv x; gate = Wg x + bg ([H] logits); o = the gated linear
+//   attention of op_args.cuh (LinearAttnArgs) with scale 1 / sqrt(D), state zero at position 0.
+//
+// Why the sentinel: the batch-wide fp8 quantisation takes amax over the rows of the batch, which
 // would make every row's rounding depend on which other requests share the step — a legitimate
-// difference the reference could not reproduce per request. Feature 0 of KV head 0 therefore has
-// no weights and a constant bias `sentinel`, a power of two at or above the largest |v| that any
-// input can produce (|v_j| <= ||Wv_j|| * ||x|| and ||x|| = sqrt(hidden) after rms_norm). Every
-// real attention output row then holds exactly `sentinel` there (a convex combination of equal
-// values) and no element above it, so amax over real rows is `sentinel` in every batch: the
-// correct op is batch invariant, and only rows that are not real (padded, never written) can
-// change it — which is the seed-001 bug class.
+// difference the reference could not reproduce per request. So in every attention-like layer,
+// feature 0 of head 0 of o is the same constant in every real row and no element of o is larger in
+// magnitude: the correct op is batch invariant, and only rows that are not real (padded, never
+// written) can change it — which is the seed-001 bug class.
+//   attention: feature 0 of KV head 0 of V has no weights and the bias `sentinel`.
+//   mla: latent feature 0 has no weights and the bias kLatentConstant (c[0] is constant, so
+//        Wuk_h's column 0 is zero: it adds nothing to scores), and row 0 of Wuv_0 is
+//        (sentinel / kLatentConstant, 0, ..., 0); column 0 of every other row of Wuv is zero.
+// `sentinel` is a power of two at or above 1.15 x the largest |o| element any input can produce
+// in any attention or mla layer (Cauchy-Schwarz with ||x|| = sqrt(hidden) after rms_norm; mla:
+// |(Wuv_h c)_j| <= ||Wuv_h row j|| max ||c||, o_h being a convex combination of the v_h,t, with
+// max ||c|| from a rigorous bound of ||Wdkv||_2); the margin covers the rounding of the
+// cache dtype, fp8 included (relative 2^-4 on both the sentinel and the other values). Read back
+// from the cache the sentinel is round_through_scaled(sentinel) — exactly itself except in an fp8
+// cache with a scale that does not divide it — and that rounded value is the amax of every correct
+// batch (quant_scale()).
 #pragma once
 
 #include <cstdint>
@@ -23,11 +48,26 @@
 namespace kv {
 
 struct LayerWeights {
-  std::vector<float> wq;  // [num_q_heads * head_dim][hidden]
-  std::vector<float> wk;  // [num_kv_heads * head_dim][hidden]
-  std::vector<float> wv;  // [num_kv_heads * head_dim][hidden]
-  std::vector<float> bv;  // [num_kv_heads * head_dim]
-  std::vector<float> wo;  // [hidden][num_q_heads * head_dim]
+  LayerKind kind = LayerKind::attention;
+  // attention and linear
+  std::vector<float> wq;  // [H * D][hidden]
+  std::vector<float> wk;  // [kv_heads * D][hidden] (linear: [H * D][hidden])
+  std::vector<float> wv;  // [kv_heads * D][hidden] (linear: [H * D][hidden])
+  std::vector<float> bv;  // attention: [kv_heads * D]; sentinel at 0
+  // linear only
+  std::vector<float> wg;  // [H][hidden]
+  std::vector<float> bg;  // [H]
+  // mla only
+  std::vector<float> wdkv;    // [R + P][hidden]; row 0 zero
+  std::vector<float> bdkv;    // [R + P]; kLatentConstant at 0, else 0
+  std::vector<float> wqn;     // [H * D][hidden]
+  std::vector<float> wqr;     // [H * P][hidden]
+  std::vector<float> wuk;     // [H][D][R]; column 0 zero
+  std::vector<float> wuv;     // [H][D][R]; row 0 of head 0 = (sentinel / kLatentConstant, 0, ...)
+  std::vector<float> wq_abs;  // [H][R + P][hidden]: rows [0,R) = Wuk_h^T Wqn_h (folded in double),
+                              //                      rows [R,R+P) = Wqr_h. What the engine uses.
+  // every kind
+  std::vector<float> wo;  // [hidden][H * D]
 };
 
 struct ModelWeights {
@@ -36,13 +76,18 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> lm_head;  // [vocab][hidden]
   float sentinel = 0.0f;       // see above
-  float softmax_scale = 0.0f;  // 1 / sqrt(head_dim)
+  float softmax_scale = 0.0f;      // attention: 1 / sqrt(head_dim)
+  float mla_softmax_scale = 0.0f;  // mla: 1 / sqrt(head_dim + qk_rope_dim)
 
-  float quant_scale() const { return sentinel / 448.0f; }  // the correct fp8 per-tensor scale
+  // The correct fp8 per-tensor scale of the batch-wide op after `layer` (attention or mla) when
+  // the cache is `cache`: the sentinel as read back from that cache (k_scale / v_scale apply to
+  // fp8 only), / 448. Throws std::logic_error for a linear layer, which has no fp8 op.
+  float quant_scale(size_t layer, const CacheSpec& cache) const;
 };
 
 ModelWeights make_model_weights(const ModelSpec& spec);
 
 inline constexpr float kRmsNormEps = 1e-6f;
+inline constexpr float kLatentConstant = 1.0f;  // mla: latent feature 0 of every token
 
 }  // namespace kv

@@ -22,6 +22,7 @@ struct Request {
   int32_t num_computed_tokens = 0;     // tokens whose KV is in the cache
   std::vector<int32_t> block_ids;      // the block table: block i holds positions [i*bs, (i+1)*bs)
   std::vector<uint64_t> block_hashes;  // chained hashes of the sequence's full blocks
+  int32_t state_block = -1;            // hybrid models: the linear-attention state block, or -1
   RequestStatus status = RequestStatus::waiting;
   int32_t num_preemptions = 0;
 

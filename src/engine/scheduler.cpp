@@ -14,14 +14,19 @@ int32_t SchedulerOutput::num_tokens() const {
   return n;
 }
 
-Scheduler::Scheduler(const EngineSpec& spec, int32_t block_size, BlockPool& pool)
+Scheduler::Scheduler(const EngineSpec& spec, int32_t block_size, BlockPool& pool,
+                     int32_t state_blocks)
     : max_running_(spec.max_running_requests),
       max_tokens_per_step_(spec.max_tokens_per_step),
       block_size_(block_size),
+      state_blocks_(state_blocks),
       pool_(pool) {
   if (max_running_ < 1 || max_tokens_per_step_ < 1 || block_size_ < 1) {
     throw std::invalid_argument("Scheduler: max_running_requests, max_tokens_per_step and "
                                 "block_size must be positive");
+  }
+  if (state_blocks_ < 0 || state_blocks_ > 1) {
+    throw std::invalid_argument("Scheduler: a request holds 0 or 1 state blocks");
   }
 }
 
@@ -32,9 +37,10 @@ void Scheduler::add(Request* r) {
   }
   // The last sampled token is never computed, so a request holds at most this many tokens' KV.
   const int32_t most_tokens = static_cast<int32_t>(r->prompt.size()) + r->max_new_tokens - 1;
-  if (blocks_for(most_tokens) > pool_.num_blocks() - 1) {
+  const int32_t most_blocks = blocks_for(most_tokens) + state_blocks_;
+  if (most_blocks > pool_.num_blocks() - 1) {
     throw std::invalid_argument(
-        "request " + std::to_string(r->id) + " needs " + std::to_string(blocks_for(most_tokens)) +
+        "request " + std::to_string(r->id) + " needs " + std::to_string(most_blocks) +
         " blocks but the pool has only " + std::to_string(pool_.num_blocks() - 1));
   }
   r->status = RequestStatus::waiting;
@@ -120,14 +126,18 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
     const auto num_hits = static_cast<int32_t>(hits.size());
     const int32_t start = num_hits * block_size_;
     const int32_t n = std::min(r->num_tokens() - start, budget);
-    const int32_t need = blocks_for(start + n) - num_hits;
+    const int32_t need = blocks_for(start + n) - num_hits + state_blocks_;
     // Hit blocks with no user sit in the free queue: touching them takes them out of it.
     const auto unused_hits = static_cast<int32_t>(std::count_if(
         hits.begin(), hits.end(), [&](int32_t b) { return pool_.ref_count(b) == 0; }));
     if (pool_.num_free_blocks() - unused_hits < need) break;  // FCFS: nobody overtakes it
 
     pool_.touch(hits);
-    const auto fresh = pool_.allocate(need);
+    auto fresh = pool_.allocate(need);
+    if (state_blocks_ > 0) {  // KV blocks first, then the state block, from one queue
+      r->state_block = fresh.back();
+      fresh.pop_back();
+    }
     r->block_ids = std::move(hits);
     r->block_ids.insert(r->block_ids.end(), fresh.begin(), fresh.end());
     r->num_computed_tokens = start;
@@ -190,6 +200,8 @@ void Scheduler::free_request_blocks(Request& r) {
   // Tail first, so that under LRU the request's tail is evicted before its (shareable) head.
   pool_.free_blocks(std::vector<int32_t>(r.block_ids.rbegin(), r.block_ids.rend()));
   r.block_ids.clear();
+  if (r.state_block >= 0) pool_.free_blocks({r.state_block});
+  r.state_block = -1;
 }
 
 void Scheduler::extend_block_hashes(Request& r) const {

@@ -7,6 +7,10 @@
 // request itself). Only in a step without preemption are waiting requests admitted, in order,
 // taking the longest prefix-cache hit first.
 //
+// Hybrid models (linear-attention layers) also give every running request one state block from
+// the same pool, taken at admission with its first KV blocks and freed with them; a request is
+// admitted only when both fit.
+//
 // The scheduler never computes anything: schedule() says what to compute, the engine runs the
 // step, update() records what was computed and sampled.
 #pragma once
@@ -40,7 +44,8 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
-  Scheduler(const EngineSpec& spec, int32_t block_size, BlockPool& pool);
+  // state_blocks: blocks of recurrent state each running request holds (0 or 1).
+  Scheduler(const EngineSpec& spec, int32_t block_size, BlockPool& pool, int32_t state_blocks = 0);
 
   // Enters the waiting queue. The request must stay alive and in place until it finishes.
   // Throws std::invalid_argument if it could never fit in the pool on its own.
@@ -71,6 +76,7 @@ class Scheduler {
   int32_t max_running_;
   int32_t max_tokens_per_step_;
   int32_t block_size_;
+  int32_t state_blocks_;
   BlockPool& pool_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // admission order: back = most recently admitted

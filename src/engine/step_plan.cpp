@@ -21,7 +21,24 @@ void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
     p.slot_mapping.push_back(-1);
     p.decode_block_table.resize(p.decode_block_table.size() + limits.block_table_stride, 0);
     p.decode_seq_lens.push_back(0);
+    p.linear_seq_starts.push_back(p.linear_seq_starts.back() + 1);
+    p.linear_state_blocks.push_back(-1);
+    p.linear_has_state.push_back(0);
   }
+}
+
+std::vector<int32_t> decode_meta_for(const StepPlan& p, const PlanLimits& limits) {
+  return limits.fp8_decode
+             ? plan_decode_splits_fp8(p.decode_seq_lens, limits.block_size, limits.max_decode_splits)
+             : plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
+}
+
+// Linear-attention sequences are listed decode rows first, so padded decode rows (appended after
+// the real ones) must come before any prefill sequence: graphs only pad decode-only steps.
+void add_linear_seq(StepPlan& p, int32_t rows, int32_t state_block, bool has_state) {
+  p.linear_seq_starts.push_back(p.linear_seq_starts.back() + rows);
+  p.linear_state_blocks.push_back(state_block);
+  p.linear_has_state.push_back(has_state ? 1 : 0);
 }
 
 }  // namespace
@@ -34,6 +51,26 @@ std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, in
   for (int32_t s : seq_lens) longest = std::max(longest, s);
   const int32_t blocks = std::max(1, ceil_div(longest, block_size));
   const int32_t chunk = ceil_div(blocks, max_splits) * block_size;
+  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
+  meta[0] = chunk;
+  for (size_t r = 0; r < seq_lens.size(); ++r)
+    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
+  return meta;
+}
+
+std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens,
+                                            int32_t block_size, int32_t max_splits) {
+  int32_t longest = 0;
+  int64_t total_blocks = 0;
+  for (int32_t s : seq_lens) {
+    longest = std::max(longest, s);
+    total_blocks += ceil_div(s, block_size);
+  }
+  const int32_t longest_blocks = std::max(1, ceil_div(longest, block_size));
+  const auto balanced = static_cast<int32_t>((total_blocks + kFp8WorkParts - 1) / kFp8WorkParts);
+  // At least what keeps the longest row within max_splits; otherwise an equal share of the work.
+  const int32_t chunk_blocks = std::max({1, ceil_div(longest_blocks, max_splits), balanced});
+  const int32_t chunk = chunk_blocks * block_size;
   std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
   meta[0] = chunk;
   for (size_t r = 0; r < seq_lens.size(); ++r)
@@ -60,6 +97,7 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
   p.num_prefill_seqs = counts[1] + counts[2];
   p.prefill_q_starts.push_back(0);
   p.context_starts.push_back(0);
+  p.linear_seq_starts.push_back(0);
 
   for (const auto& c : p.chunks) {
     const Request& r = *sched.find(c.request_id);
@@ -71,6 +109,7 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
       p.slot_mapping.push_back(static_cast<int64_t>(r.block_ids.at(pos / limits.block_size)) *
                                    limits.block_size + pos % limits.block_size);
     }
+    add_linear_seq(p, c.num_tokens, r.state_block, c.start > 0);
     if (c.is_decode) {
       append_block_row(p.decode_block_table, r.block_ids, limits.block_table_stride);
       p.decode_seq_lens.push_back(c.start + 1);
@@ -98,7 +137,7 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
     }
   }
   if (p.use_graph) pad_decode_rows(p, limits);
-  p.decode_meta = plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
+  p.decode_meta = decode_meta_for(p, limits);
   return p;
 }
 
@@ -109,11 +148,12 @@ StepPlan build_capture_plan(int32_t rows, const PlanLimits& limits) {
   p.use_graph = true;
   p.num_rows = 0;
   p.padded_rows = rows;
+  p.linear_seq_starts.push_back(0);
   pad_decode_rows(p, limits);
   std::fill(p.decode_seq_lens.begin(), p.decode_seq_lens.end(), 1);
   p.prefill_q_starts.push_back(0);
   p.context_starts.push_back(0);
-  p.decode_meta = plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
+  p.decode_meta = decode_meta_for(p, limits);
   return p;
 }
 

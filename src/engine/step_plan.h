@@ -40,6 +40,13 @@ struct StepPlan {
   std::vector<int32_t> context_lens;           // [num_context_seqs]
   std::vector<int32_t> context_starts;         // [num_context_seqs + 1]
 
+  // Linear-attention sequences over all padded rows: each decode row (padded ones too) is a
+  // one-row sequence, then each prefill chunk. Padded rows: state block -1 (read and write
+  // nothing). has_state: the chunk continues a state (start > 0); else it starts from zero.
+  std::vector<int32_t> linear_seq_starts;      // [linear seqs + 1]
+  std::vector<int32_t> linear_state_blocks;    // [linear seqs]
+  std::vector<int32_t> linear_has_state;       // [linear seqs]
+
   // What each row is, for the checks: the chunk it belongs to (index into `chunks`).
   std::vector<ScheduledChunk> chunks;          // in row order
   std::vector<int32_t> chunk_first_row;        // [chunks]
@@ -51,6 +58,7 @@ struct StepPlan {
   int32_t decode_rows() const { return use_graph ? padded_rows : num_decode; }
   int32_t prefill_rows() const { return num_rows - num_decode; }
   int32_t total_context_tokens() const { return context_starts.empty() ? 0 : context_starts.back(); }
+  int32_t linear_seqs() const { return static_cast<int32_t>(linear_state_blocks.size()); }
 };
 
 struct PlanLimits {
@@ -58,12 +66,21 @@ struct PlanLimits {
   int32_t block_table_stride = 1;             // max blocks per sequence
   int32_t max_decode_splits = 1;
   std::vector<int32_t> capture_sizes;         // empty: no graphs
+  bool fp8_decode = false;                    // the fp8 path builds its decode metadata itself
 };
 
 // Decode split-KV plan for these sequence lengths: chunk size (a multiple of the block size) and
 // splits per row, at most max_splits per row. Padded rows (seq_len 0) get 0 splits.
 std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, int32_t block_size,
                                         int32_t max_splits);
+
+// The fp8 decode path's own metadata builder, as FlashMLA's fp8 path has its own: it balances the
+// batch's KV blocks over kFp8WorkParts work partitions instead of splitting the longest row over
+// max_splits, so its plans differ from plan_decode_splits' whenever the batch is uneven. Same
+// format and the same limit of max_splits per row.
+inline constexpr int32_t kFp8WorkParts = 8;
+std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens,
+                                            int32_t block_size, int32_t max_splits);
 
 StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
                          const PlanLimits& limits);

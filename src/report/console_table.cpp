@@ -108,6 +108,15 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
                  "steps", "time"},
                 rows);
   os << '\n';
+  // What the zero-init mitigation costs, per step, beside what a step costs (seed 001).
+  for (const auto& e : r.epochs) {
+    if (e.zero_init_seconds <= 0.0 || e.steps == 0) continue;
+    const double step_us = 1e6 * e.forward_seconds / e.steps;
+    const double zero_us = 1e6 * e.zero_init_seconds / e.steps;
+    os << fmt::format("zero-init outputs, epoch {}: the memsets take {:.1f} us/step of a {:.1f} us/step "
+                      "forward ({:.1f}%)\n",
+                      e.epoch, zero_us, step_us, step_us > 0 ? 100.0 * zero_us / step_us : 0.0);
+  }
 
   os << verdict_line(r, style) << '\n';
   if (r.first_failure) {

@@ -42,6 +42,8 @@ json to_json(const EpochStats& e) {
       {"blocks_allocated", e.blocks_allocated},
       {"seconds", json_number(e.seconds)},
       {"check_seconds", json_number(e.check_seconds)},
+      {"forward_seconds", json_number(e.forward_seconds)},
+      {"zero_init_seconds", json_number(e.zero_init_seconds)},
   };
 }
 

@@ -45,6 +45,10 @@ struct EpochStats {
   int64_t blocks_allocated = 0;             // blocks handed out by the pool (cache fills x blocks)
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
+  double forward_seconds = 0.0;             // of which the model's steps on the device
+  // The zero-init mitigation's memsets (engine.zero_init_outputs), timed on their own right before
+  // each step that runs them: what the mitigation costs. 0 when it is off.
+  double zero_init_seconds = 0.0;
 };
 
 struct RunResult {

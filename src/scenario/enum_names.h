@@ -26,16 +26,22 @@ inline constexpr std::array<EnumName<LayerKind>, 3> kLayerKindNames{{
     {LayerKind::linear, "linear"},
 }};
 
-// The cache may only be stored in these; fp8 is a compute dtype of some ops, not a cache dtype.
-inline constexpr std::array<EnumName<DType>, 3> kCacheDTypeNames{{
+// Every DType can store the cache; fp8_e4m3 stores value / scale (CacheSpec::k_scale, v_scale).
+inline constexpr std::array<EnumName<DType>, 4> kCacheDTypeNames{{
     {DType::f32, "f32"},
     {DType::f16, "f16"},
     {DType::bf16, "bf16"},
+    {DType::fp8_e4m3, "fp8_e4m3"},
 }};
 
 inline constexpr std::array<EnumName<KvLayout>, 2> kKvLayoutNames{{
     {KvLayout::plain, "plain"},
     {KvLayout::interleaved, "interleaved"},
+}};
+
+inline constexpr std::array<EnumName<PoolKind>, 2> kPoolKindNames{{
+    {PoolKind::separate, "separate"},
+    {PoolKind::hybrid, "hybrid"},
 }};
 
 inline constexpr std::array<EnumName<GraphMode>, 2> kGraphModeNames{{

@@ -62,9 +62,17 @@ void list_object_keys(const Fields<T>& fields, const std::string& pointer, KeyTa
 // ---- field builders: one line of the table each ----
 
 template <class T>
-Field<T> integer(std::string_view key, int32_t T::*member, int32_t lo, int32_t hi) {
+Field<T> integer(std::string_view key, int32_t T::*member, int32_t lo, int32_t hi,
+                 std::string_view why = {}) {
   return {key, [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_int(v, p, lo, hi);
+            out.*member = read_int(v, p, lo, hi, why);
+          }, {}};
+}
+
+template <class T>
+Field<T> scale(std::string_view key, float T::*member) {
+  return {key, [=](const Json& v, const std::string& p, T& out) {
+            out.*member = read_positive_float(v, p);
           }, {}};
 }
 
@@ -199,6 +207,9 @@ const Fields<ModelSpec>& model_fields() {
       integer("hidden_size", &ModelSpec::hidden_size, 1, 4096),
       integer("vocab_size", &ModelSpec::vocab_size, 2, 65536),
       seed("weight_seed", &ModelSpec::weight_seed),
+      integer("kv_lora_rank", &ModelSpec::kv_lora_rank, 2, 1024,
+              "latent feature 0 is a constant the model reserves, so at least 2"),
+      integer("qk_rope_dim", &ModelSpec::qk_rope_dim, 0, 256),
   };
   return f;
 }
@@ -209,6 +220,9 @@ const Fields<CacheSpec>& cache_fields() {
       integer("block_size", &CacheSpec::block_size, 1, 256),
       choice("dtype", &CacheSpec::dtype, kCacheDTypeNames),
       choice("layout", &CacheSpec::layout, kKvLayoutNames),
+      choice("pool", &CacheSpec::pool, kPoolKindNames),
+      scale("k_scale", &CacheSpec::k_scale),
+      scale("v_scale", &CacheSpec::v_scale),
   };
   return f;
 }

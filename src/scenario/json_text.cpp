@@ -51,6 +51,14 @@ class DuplicateKeyWatch {
 
   const std::optional<ScenarioError>& first_duplicate() const { return first_; }
 
+  // The pointer of the value being read: the key or element whose value has not completed.
+  std::string pointer() const {
+    std::string p;
+    for (const Frame& f : open_)
+      p = f.is_array ? child_pointer(p, f.index) : child_pointer(p, f.key);
+    return p;
+  }
+
  private:
   struct Frame {
     bool is_array;
@@ -61,13 +69,6 @@ class DuplicateKeyWatch {
 
   void element_done() {
     if (!open_.empty() && open_.back().is_array) ++open_.back().index;
-  }
-
-  std::string pointer() const {
-    std::string p;
-    for (const Frame& f : open_)
-      p = f.is_array ? child_pointer(p, f.index) : child_pointer(p, f.key);
-    return p;
   }
 
   std::vector<Frame> open_;
@@ -102,6 +103,16 @@ Json parse_json_text(std::string_view text) {
     // e.byte counts the bytes read, the offending one included: it is 1-based.
     const TextPosition pos = position_of(text, e.byte == 0 ? 0 : e.byte - 1);
     fail("", fmt::format("line {}, column {}: {}", pos.line, pos.column, parser_reason(e.what())));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond the range of a double (1e400): JSON's only way to spell an infinity.
+    // nlohmann says "number overflow parsing '1e400'"; keep the number.
+    const std::string what = e.what();
+    const std::size_t first = what.find('\''), last = what.rfind('\'');
+    const std::string number =
+        first < last ? what.substr(first + 1, last - first - 1) : std::string("a number");
+    fail(watch.pointer(), fmt::format("got {}, which is beyond the range of a double (about "
+                                      "1.8e308); expected a finite number",
+                                      number));
   }
   if (watch.first_duplicate()) throw ScenarioFailure{*watch.first_duplicate()};
   return doc;

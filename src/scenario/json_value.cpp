@@ -103,10 +103,12 @@ std::string integer_range_text(int64_t lo, int64_t hi) {
   return fmt::format("an integer from {} to {}", lo, hi);
 }
 
-int32_t read_int(const Json& v, const std::string& pointer, int32_t lo, int32_t hi) {
+int32_t read_int(const Json& v, const std::string& pointer, int32_t lo, int32_t hi,
+                 std::string_view why) {
   const std::optional<int64_t> i = integral_value(v);
   if (!i || *i < lo || *i > hi)
-    fail(pointer, "got " + describe(v) + ", expected " + integer_range_text(lo, hi));
+    fail(pointer, "got " + describe(v) + ", expected " + integer_range_text(lo, hi) +
+                      (why.empty() ? "" : " (" + std::string(why) + ")"));
   return static_cast<int32_t>(*i);
 }
 
@@ -130,6 +132,19 @@ double read_number_between(const Json& v, const std::string& pointer, double lo,
   }
   fail(pointer, fmt::format("got {}, expected a number greater than {} and less than {}",
                             describe(v), lo, hi));
+}
+
+float read_positive_float(const Json& v, const std::string& pointer) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  // Checked as a double first: converting a double beyond the float range is undefined.
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (d > 0.0 && d <= kMax && static_cast<float>(d) > 0.0f) return static_cast<float>(d);
+  }
+  const bool underflows = v.is_number() && v.get<double>() > 0.0 && v.get<double>() <= kMax;
+  fail(pointer, fmt::format("got {}, expected a finite number greater than 0 and at most {} (the "
+                            "largest float){}",
+                            describe(v), kMax, underflows ? "; as a float it would be 0" : ""));
 }
 
 bool read_bool(const Json& v, const std::string& pointer) {

@@ -38,10 +38,14 @@ std::string describe(const Json& v);
 std::string integer_range_text(int64_t lo, int64_t hi);
 
 // Integers: integral JSON numbers only (3 and 3.0, not 3.5, "3" or true), within [lo, hi].
-int32_t read_int(const Json& v, const std::string& pointer, int32_t lo, int32_t hi);
+// `why`, when given, ends the message in parentheses: the reason for a bound that is not obvious.
+int32_t read_int(const Json& v, const std::string& pointer, int32_t lo, int32_t hi,
+                 std::string_view why = {});
 uint64_t read_uint64(const Json& v, const std::string& pointer);
 // A number strictly between lo and hi.
 double read_number_between(const Json& v, const std::string& pointer, double lo, double hi);
+// A number > 0 that stays finite and non-zero as a float (a dequantisation scale).
+float read_positive_float(const Json& v, const std::string& pointer);
 bool read_bool(const Json& v, const std::string& pointer);
 std::string read_string(const Json& v, const std::string& pointer);
 // An array whose length is within [min_size, max_size]; `what` names one element.

@@ -15,8 +15,9 @@ const std::vector<RegressionInfo>& all_regressions() {
        "were never written",
        "seed 001, vLLM PR 38359 (NaN under CUDA-graph padding)"},
       {Regression::graph_metadata_not_persistent, "graph-metadata-not-persistent",
-       "decode split-KV metadata is built into fresh buffers each step instead of the persistent "
-       "ones the captured graph reads",
+       "the fp8 decode path's own metadata builder writes the split-KV plan into fresh buffers "
+       "each step instead of the persistent ones the captured graph reads (the bf16 path is "
+       "unaffected)",
        "seed 003, vLLM PR 35175 (fp8 FlashMLA decode under full CUDA graphs)"},
       {Regression::new_blocks_not_zeroed, "new-blocks-not-zeroed",
        "the zero-on-allocation policy skips the layer kinds whose decode kernel multiplies the "

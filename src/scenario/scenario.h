@@ -18,7 +18,11 @@ namespace kv {
 
 inline constexpr int kScenarioFormat = 1;
 
-enum class LayerKind { attention, mla, linear };  // mla and linear: parsed names, not yet run
+// attention: GQA over a paged K/V cache. mla: multi-head latent attention over a one-head latent
+// cache of kv_lora_rank + qk_rope_dim values per token (absorbed decode, FlashMLA-like whole-tile
+// P·V). linear: gated linear attention with a per-request recurrent state held in one block of the
+// hybrid pool (num_q_heads heads of head_dim x head_dim floats).
+enum class LayerKind { attention, mla, linear };
 
 struct ModelSpec {
   std::vector<LayerKind> layers = {LayerKind::attention, LayerKind::attention};  // at least one
@@ -28,13 +32,29 @@ struct ModelSpec {
   int32_t hidden_size = 64;
   int32_t vocab_size = 128;
   uint64_t weight_seed = 1;
+  // MLA layers only (a file that sets them without an "mla" layer is refused).
+  int32_t kv_lora_rank = 512;  // latent features per token; V of every head lives in them
+  int32_t qk_rope_dim = 64;    // the decoupled positional key shared by all heads
 };
+
+// separate: every layer has its own cache. hybrid: one raw buffer per "slot", shared by the j-th
+// attention-like layer (attention or mla) and the j-th linear layer; a block id is owned either by
+// the KV group (attention-like layers, a block table per request) or by the state group (linear
+// layers, one block per request), so a block freed by one group and taken by the other is read
+// byte for byte as the other's data. Every view uses the largest page of the kinds as its block
+// stride; attention layers must use the interleaved layout there.
+enum class PoolKind { separate, hybrid };
 
 struct CacheSpec {
   int32_t num_blocks = 64;  // including the reserved null block 0
   int32_t block_size = 16;
-  DType dtype = DType::bf16;  // f32, f16 or bf16
+  DType dtype = DType::bf16;  // f32, f16, bf16 or fp8_e4m3
   KvLayout layout = KvLayout::plain;
+  PoolKind pool = PoolKind::separate;
+  // fp8_e4m3 only, and then required: per-tensor dequantisation scales (stored = value / scale).
+  // MLA layers use k_scale for their latent (their V is the latent).
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 enum class GraphMode { off, decode };
@@ -105,6 +125,7 @@ struct Scenario {
 const char* to_string(LayerKind k);
 const char* to_string(DType t);
 const char* to_string(KvLayout l);
+const char* to_string(PoolKind p);
 const char* to_string(GraphMode m);
 const char* to_string(PoisonPattern p);
 const char* to_string(Expectation e);

@@ -14,14 +14,11 @@ const char* name_of(const std::array<EnumName<E>, N>& table, E value) {
 }  // namespace
 
 const char* to_string(LayerKind k) { return name_of(kLayerKindNames, k); }
+const char* to_string(DType t) { return name_of(kCacheDTypeNames, t); }
 const char* to_string(KvLayout l) { return name_of(kKvLayoutNames, l); }
+const char* to_string(PoolKind p) { return name_of(kPoolKindNames, p); }
 const char* to_string(GraphMode m) { return name_of(kGraphModeNames, m); }
 const char* to_string(PoisonPattern p) { return name_of(kPoisonPatternNames, p); }
 const char* to_string(Expectation e) { return name_of(kExpectationNames, e); }
-
-const char* to_string(DType t) {
-  if (t == DType::fp8_e4m3) return "fp8_e4m3";  // an op dtype only, hence not in the cache table
-  return name_of(kCacheDTypeNames, t);
-}
 
 }  // namespace kv

@@ -1,6 +1,11 @@
 // validate.cpp — cross-field validation of a scenario.
 #include "scenario/validate.h"
 
+#include <algorithm>
+#include <optional>
+
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace kv {
@@ -12,23 +17,40 @@ bool present(const Json& doc, const std::string& pointer) {
   return doc.contains(Json::json_pointer(pointer));
 }
 
-// "got 64" for a value the file sets, "got 64 (the default)" for one it leaves out.
-std::string got(const Json& doc, const std::string& pointer, int64_t value) {
-  return fmt::format("got {}{}", value, present(doc, pointer) ? "" : " (the default)");
+// "got 64" for a value the file sets, "got 64 (the default)" for one it leaves out; `shown` is the
+// value as the file would spell it.
+std::string got(const Json& doc, const std::string& pointer, const std::string& shown) {
+  return "got " + shown + (present(doc, pointer) ? "" : " (the default)");
 }
+
+std::string got(const Json& doc, const std::string& pointer, int64_t value) {
+  return got(doc, pointer, std::to_string(value));
+}
+
+std::string quoted(const char* name) { return fmt::format("\"{}\"", name); }
 
 // Of two fields in conflict, blame the one the user wrote; the first if both or neither.
 std::string blame(const Json& doc, const std::string& first, const std::string& second) {
   return !present(doc, first) && present(doc, second) ? second : first;
 }
 
+std::optional<std::size_t> first_layer(const ModelSpec& m, LayerKind kind) {
+  const auto it = std::find(m.layers.begin(), m.layers.end(), kind);
+  if (it == m.layers.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - m.layers.begin());
+}
+
+std::string layer_pointer(std::size_t index) { return child_pointer("/model/layers", index); }
+
 void validate_model(const ModelSpec& m, const Json& doc) {
-  for (std::size_t i = 0; i < m.layers.size(); ++i)
-    if (m.layers[i] != LayerKind::attention)
-      fail(child_pointer("/model/layers", i),
-           fmt::format("layer kind \"{}\" is not supported yet by this build (supported: "
-                       "attention)",
-                       to_string(m.layers[i])));
+  if (!first_layer(m, LayerKind::mla)) {
+    for (const char* key : {"kv_lora_rank", "qk_rope_dim"}) {
+      const std::string p = child_pointer("/model", key);
+      if (present(doc, p))
+        fail(p, fmt::format("got {}, but {} only applies to mla layers; the model has none",
+                            describe(doc.at(Json::json_pointer(p))), key));
+    }
+  }
 
   if (m.num_q_heads % m.num_kv_heads != 0) {
     const std::string p = blame(doc, "/model/num_kv_heads", "/model/num_q_heads");
@@ -39,6 +61,68 @@ void validate_model(const ModelSpec& m, const Json& doc) {
     fail(p, fmt::format("{}, expected a multiple of num_kv_heads = {}", got(doc, p, m.num_q_heads),
                         m.num_kv_heads));
   }
+}
+
+void validate_scales(const CacheSpec& c, const Json& doc) {
+  const bool has_k = present(doc, "/cache/k_scale"), has_v = present(doc, "/cache/v_scale");
+  if (c.dtype == DType::fp8_e4m3) {
+    if (has_k && has_v) {
+      // The synthetic model's batch-invariance argument (model_weights.h) needs its power-of-two
+      // sentinel to read back from the cache exactly, so the scales are powers of two as well.
+      for (const auto& [key, value] : {std::pair{"k_scale", c.k_scale}, std::pair{"v_scale", c.v_scale}}) {
+        int exp = 0;
+        if (std::frexp(value, &exp) != 0.5f)
+          fail(child_pointer("/cache", key),
+               fmt::format("got {}, expected a power of two (e.g. 0.0625 or 0.125): the model's "
+                           "constant features must read back from the fp8 cache exactly",
+                           value));
+      }
+      return;
+    }
+    const std::string missing = !has_k && !has_v ? "cache.k_scale and cache.v_scale are"
+                                : !has_k         ? "cache.k_scale is"
+                                                 : "cache.v_scale is";
+    fail("/cache/dtype",
+         fmt::format("got \"fp8_e4m3\", but {} missing: an fp8 cache stores value / scale, so it "
+                     "needs both k_scale and v_scale",
+                     missing));
+  }
+  for (const char* key : {"k_scale", "v_scale"}) {
+    const std::string p = child_pointer("/cache", key);
+    if (present(doc, p))
+      fail(p, fmt::format("got {}, but cache.dtype is {}{}: only an fp8_e4m3 cache stores value / "
+                          "scale; remove {} or set the dtype to \"fp8_e4m3\"",
+                          describe(doc.at(Json::json_pointer(p))), quoted(to_string(c.dtype)),
+                          present(doc, "/cache/dtype") ? "" : " (the default)", key));
+  }
+}
+
+// The hybrid pool (scenario.h): linear layers need it, it needs a linear layer, and the attention
+// layers that share its blocks must keep a block's K and V together.
+void validate_pool(const Scenario& s, const Json& doc) {
+  const auto linear = first_layer(s.model, LayerKind::linear);
+  const auto attention = first_layer(s.model, LayerKind::attention);
+  const bool hybrid = s.cache.pool == PoolKind::hybrid;
+  if (linear && !hybrid)
+    fail(layer_pointer(*linear),
+         fmt::format("layer kind \"linear\" needs cache.pool \"hybrid\", {}: linear-attention "
+                     "state lives in blocks of the shared pool; set cache.pool to \"hybrid\"",
+                     got(doc, "/cache/pool", quoted(to_string(s.cache.pool)))));
+  if (hybrid && !linear)
+    fail("/cache/pool",
+         "got \"hybrid\", but the model has no \"linear\" layer: a hybrid pool shares its blocks "
+         "between linear-attention state and KV, so there is nothing to share; use \"separate\"");
+  if (hybrid && attention && s.cache.layout == KvLayout::plain)
+    fail("/cache/layout",
+         fmt::format("{}, but a hybrid pool keeps K and V of a block together ({} is an "
+                     "attention layer): use \"interleaved\"",
+                     got(doc, "/cache/layout", quoted(to_string(s.cache.layout))),
+                     layer_pointer(*attention)));
+  if (linear && s.engine.prefix_caching)
+    fail("/engine/prefix_caching",
+         fmt::format("{}, but {} is a linear layer: prefix caching of recurrent state is not "
+                     "modelled; set it to false",
+                     got(doc, "/engine/prefix_caching", "true"), layer_pointer(*linear)));
 }
 
 void validate_engine(const EngineSpec& e, const Json& doc) {
@@ -79,24 +163,29 @@ void validate_workload(const WorkloadSpec& w, const Json& doc) {
 }
 
 // The pool must hold at least the longest request on its own, or the scheduler could never run
-// it, not even alone after preempting everything else.
+// it, not even alone after preempting everything else. With a linear layer a running request also
+// holds one block of recurrent state.
 void validate_capacity(const Scenario& s, const Json& doc) {
   const int64_t tokens = int64_t{s.workload.prompt_len.max} + s.workload.new_tokens.max;
-  const int64_t needed = (tokens + s.cache.block_size - 1) / s.cache.block_size;
+  const int64_t kv_blocks = (tokens + s.cache.block_size - 1) / s.cache.block_size;
+  const bool state_block = first_layer(s.model, LayerKind::linear).has_value();
   const int64_t usable = int64_t{s.cache.num_blocks} - 1;  // block 0 is the null block
-  if (usable < needed)
+  if (usable < kv_blocks + (state_block ? 1 : 0))
     fail("/cache/num_blocks",
          fmt::format("{}, but the longest request (prompt {} + {} new tokens) needs {} blocks of "
-                     "{} plus the null block",
+                     "{}{} plus the null block",
                      got(doc, "/cache/num_blocks", s.cache.num_blocks),
-                     s.workload.prompt_len.max, s.workload.new_tokens.max, needed,
-                     s.cache.block_size));
+                     s.workload.prompt_len.max, s.workload.new_tokens.max, kv_blocks,
+                     s.cache.block_size,
+                     state_block ? " plus 1 block of linear-attention state" : ""));
 }
 
 }  // namespace
 
 void validate_scenario(const Scenario& s, const Json& doc) {
   validate_model(s.model, doc);
+  validate_scales(s.cache, doc);
+  validate_pool(s, doc);
   validate_engine(s.engine, doc);
   validate_workload(s.workload, doc);
   validate_capacity(s, doc);

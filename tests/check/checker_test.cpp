@@ -64,7 +64,7 @@ struct Fixture {
     o.sampled.assign(plan.num_rows, 0);
     for (size_t j = 0; j < plan.chunks.size(); ++j) {
       const ScheduledChunk& c = plan.chunks[j];
-      RefSequence ref(w, s.cache.dtype);
+      RefSequence ref(w, s.cache);
       ref.extend(reqs[c.request_id].prompt, c.start + c.num_tokens);
       for (int32_t i = 0; i < c.num_tokens; ++i)
         for (int32_t l = 0; l < 2; ++l)
@@ -139,7 +139,7 @@ TEST(Checker, NanInTheFp8OutputIsAttributedToTheBatchWideOp) {
 TEST(Checker, TokenFarFromTheReferenceBestFailsNaNLogitsFail) {
   Fixture f;
   const int32_t last = f.plan.chunk_first_row[0] + f.plan.chunks[0].num_tokens - 1;
-  RefSequence ref(f.w, f.s.cache.dtype);
+  RefSequence ref(f.w, f.s.cache);
   ref.extend(f.reqs[f.plan.chunks[0].request_id].prompt, 5);
   const std::vector<double> logits = ref.logits(4);
   f.outputs.sampled[last] =

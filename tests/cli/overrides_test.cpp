@@ -36,6 +36,19 @@ TEST(Overrides, ReplaceOnlyWhatIsGiven) {
             (std::vector<std::string>{"new-blocks-not-zeroed", "gather-assumes-contiguous"}));
 }
 
+TEST(Overrides, ZeroInitOutputsTurnsTheMitigationOnNeverOff) {
+  Scenario s;
+  apply_overrides({}, s);
+  EXPECT_FALSE(s.engine.zero_init_outputs);
+  Overrides o;
+  o.zero_init_outputs = true;
+  apply_overrides(o, s);
+  EXPECT_TRUE(s.engine.zero_init_outputs);
+  s.engine.zero_init_outputs = true;
+  apply_overrides({}, s);  // the flag's absence leaves the scenario's own setting
+  EXPECT_TRUE(s.engine.zero_init_outputs);
+}
+
 TEST(Overrides, EmptyRegressionListTurnsAllOff) {
   Scenario s;
   s.regressions = {"padded-rows-in-reduction"};

@@ -1,5 +1,6 @@
 // host_device_test.cpp — HostDevice: GPU-like memory (reuse keeps old bytes, graph pools are
-// private), op dispatch, and graph capture/replay by address.
+// private), op dispatch, and graph capture/replay by address (linear_attention and the MLA form
+// of paged_decode included).
 #include "device/host_device.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "kernels/host/host_ops.h"
 
 namespace kv {
 namespace {
@@ -188,6 +191,117 @@ TEST(HostDevice, OpsDispatchToTheHostOps) {
   d.download(words.data(), base, words.size() * 2);
   for (size_t i = 0; i < words.size(); ++i)  // block 1 is words [2 * page, 4 * page)
     ASSERT_EQ(words[i], (i >= 16 && i < 32) ? 0x7fc0 : 0) << i;
+}
+
+// linear_attention is recorded like every op: capture runs nothing, a replay reads the inputs,
+// the metadata and the state as they are at replay time. Compared bit for bit with the host op
+// run directly on copies of the same inputs.
+TEST(HostDevice, LinearAttentionIsRecordedAndReplayedByAddress) {
+  HostDevice d;
+  const int32_t heads = 2, dim = 3, rows = 4, width = heads * dim, dd = dim * dim;
+  const int64_t block_stride = heads * dd + 2;
+  auto dev = [&](size_t floats) { return static_cast<float*>(d.alloc(floats * 4)); };
+  float* state = dev(3 * block_stride);
+  float* q = dev(rows * width);
+  float* k = dev(rows * width);
+  float* v = dev(rows * width);
+  float* gate = dev(rows * heads);
+  float* out = dev(rows * width);
+  int32_t* meta = static_cast<int32_t*>(d.alloc(5 * 4));  // starts[3], blocks[1], init[1]
+  std::vector<float> hq(rows * width), hk(rows * width), hv(rows * width), hg(rows * heads);
+  for (int32_t i = 0; i < rows * width; ++i)
+    hq[i] = 0.1f * (i % 7) - 0.3f, hk[i] = 0.05f * (i % 5) - 0.1f, hv[i] = 0.2f - 0.03f * i;
+  for (int32_t i = 0; i < rows * heads; ++i) hg[i] = 0.5f * i - 1.0f;
+  d.upload(q, hq.data(), hq.size() * 4);
+  d.upload(k, hk.data(), hk.size() * 4);
+  d.upload(v, hv.data(), hv.size() * 4);
+  d.upload(gate, hg.data(), hg.size() * 4);
+  const int32_t meta1[5] = {0, rows, 1, 0, 0};  // one fresh sequence of 4 rows in block 1
+  d.upload(meta, meta1, sizeof meta1);
+
+  LinearAttnArgs a;
+  a.state = state, a.state_block_stride = block_stride;
+  a.q = q, a.k = k, a.v = v, a.qkv_row_stride = width;
+  a.gate = gate, a.gate_row_stride = heads;
+  a.out = out, a.out_row_stride = width;
+  a.seq_starts = meta, a.state_blocks = meta + 2, a.has_initial_state = meta + 3;
+  a.num_seqs = 1, a.num_heads = heads, a.head_dim = dim, a.scale = 0.5f;
+  d.begin_capture();
+  d.linear_attention(a);
+  const GraphId g = d.end_capture();
+  std::vector<float> got(rows * width), st(3 * block_stride);
+  d.download(got.data(), out, got.size() * 4);
+  for (float x : got) ASSERT_EQ(x, 0.0f);  // not run while capturing
+  d.download(st.data(), state, st.size() * 4);
+  for (float x : st) ASSERT_EQ(x, 0.0f);
+
+  // The expected results: the host op on host copies, the same two calls in the same order.
+  std::vector<float> want_state(3 * block_stride, 0.0f), want_out(rows * width, 0.0f);
+  std::vector<int32_t> want_meta(meta1, meta1 + 5);
+  LinearAttnArgs h = a;
+  h.state = want_state.data(), h.q = hq.data(), h.k = hk.data(), h.v = hv.data();
+  h.gate = hg.data(), h.out = want_out.data();
+  h.seq_starts = want_meta.data(), h.state_blocks = want_meta.data() + 2;
+  h.has_initial_state = want_meta.data() + 3;
+  host::linear_attention(h);
+
+  d.replay(g);
+  d.download(got.data(), out, got.size() * 4);
+  d.download(st.data(), state, st.size() * 4);
+  EXPECT_EQ(memcmp(got.data(), want_out.data(), got.size() * 4), 0);
+  EXPECT_EQ(memcmp(st.data(), want_state.data(), st.size() * 4), 0);
+  for (int64_t i = 0; i < block_stride; ++i) ASSERT_EQ(st[i], 0.0f);  // block 0: not ours
+  bool nonzero = false;
+  for (int64_t i = 0; i < heads * dd; ++i) nonzero = nonzero || st[block_stride + i] != 0.0f;
+  EXPECT_TRUE(nonzero);
+
+  // Second replay: the metadata buffer now says "continue the state", and q changed.
+  const int32_t meta2[5] = {0, rows, 1, 1, 0};
+  d.upload(meta, meta2, sizeof meta2);
+  for (float& x : hq) x = -x;
+  d.upload(q, hq.data(), hq.size() * 4);
+  std::copy(meta2, meta2 + 5, want_meta.begin());
+  host::linear_attention(h);
+  d.replay(g);
+  d.download(got.data(), out, got.size() * 4);
+  d.download(st.data(), state, st.size() * 4);
+  EXPECT_EQ(memcmp(got.data(), want_out.data(), got.size() * 4), 0);
+  EXPECT_EQ(memcmp(st.data(), want_state.data(), st.size() * 4), 0);
+  for (void* p : {static_cast<void*>(state), static_cast<void*>(q), static_cast<void*>(k),
+                  static_cast<void*>(v), static_cast<void*>(gate), static_cast<void*>(out),
+                  static_cast<void*>(meta)})
+    d.release(p);
+}
+
+// The MLA form of paged_decode goes through the device with its v_dim: one row of one key, so
+// the output of each head is exactly the first v_dim latent features of that key.
+TEST(HostDevice, MlaDecodeKeepsItsVDimThroughCapture) {
+  HostDevice d;  // it runs on host memory: the small host arrays below serve as device buffers
+  const int32_t bs = 2, rank = 2, hd = 3, heads = 2;
+  void* base = d.alloc(layer_cache_bytes(2, bs, 1, hd, DType::f32));
+  PagedKv c = make_paged_kv(base, KvLayout::plain, DType::f32, 2, bs, 1, hd);
+  c.v = c.k;
+  const float lat[hd] = {0.75f, -1.5f, 4.0f};
+  const int64_t slot[1] = {1 * bs + 0};  // block 1, entry 0
+  d.write_kv(WriteKvArgs{c, lat, nullptr, hd, 0, slot, 1});
+  const float q[heads * hd] = {1, 2, 3, -1, 0.5f, 2};
+  const int32_t table[1] = {1}, lens[1] = {1}, meta[2] = {bs, 1};
+  float out[heads * rank + 1], po[heads * rank], pl[heads];
+  for (float& x : out) x = -7.0f;
+  PagedDecodeArgs a;
+  a.cache = c, a.q = q, a.q_row_stride = heads * hd, a.out = out, a.out_row_stride = heads * rank;
+  a.block_table = table, a.block_table_stride = 1, a.seq_lens = lens, a.split_meta = meta;
+  a.partial_out = po, a.partial_lse = pl, a.max_splits = 1, a.num_rows = 1;
+  a.num_q_heads = heads, a.v_dim = rank, a.scale = 0.3f;
+  d.begin_capture();
+  d.paged_decode(a);
+  const GraphId g = d.end_capture();
+  EXPECT_EQ(out[0], -7.0f);
+  d.replay(g);
+  for (int32_t h = 0; h < heads; ++h)
+    for (int32_t f = 0; f < rank; ++f) EXPECT_EQ(out[h * rank + f], lat[f]) << h << " " << f;
+  EXPECT_EQ(out[heads * rank], -7.0f);  // nothing past num_q_heads * v_dim
+  d.release(base);
 }
 
 }  // namespace

@@ -55,11 +55,13 @@ std::string chunks_of(const SchedulerOutput& out) {
 }
 
 struct Sim {
-  Sim(const EngineSpec& e, int32_t num_blocks, int32_t block_size, std::vector<Request> rs)
+  Sim(const EngineSpec& e, int32_t num_blocks, int32_t block_size, std::vector<Request> rs,
+      int32_t state_blocks = 0)
       : spec(e),
         bs(block_size),
+        state_blocks(state_blocks),
         pool(num_blocks, e.prefix_caching),
-        sched(e, block_size, pool),
+        sched(e, block_size, pool, state_blocks),
         reqs(std::move(rs)),
         kv(num_blocks, std::vector<int32_t>(block_size, kZeroed)) {
     for (auto& r : reqs) sched.add(&r);  // reqs never reallocates after this
@@ -80,6 +82,12 @@ struct Sim {
     for (size_t i = 0; i < out.chunks.size(); ++i) {
       const ScheduledChunk& c = out.chunks[i];
       const Request& r = *sched.find(c.request_id);
+      if (state_blocks > 0) {  // the recurrent state: slot 0 of the state block says whose, how far
+        EXPECT_EQ(kv[r.state_block][0], c.start == 0 ? kZeroed : state_code(r.id, c.start))
+            << "request " << r.id << " reads a wrong state";
+        if (c.start == 0) kv[r.state_block][0] = kZeroed;  // the kernel starts from zero
+        kv[r.state_block][0] = state_code(r.id, c.start + c.num_tokens);
+      }
       for (int32_t p = 0; p < c.start; ++p) {
         EXPECT_EQ(kv[r.block_ids[p / bs]][p % bs], r.token_at(p))
             << "request " << r.id << " reads a wrong context at position " << p;
@@ -128,11 +136,19 @@ struct Sim {
       const std::set<int32_t> distinct(r->block_ids.begin(), r->block_ids.end());
       ASSERT_EQ(distinct.size(), r->block_ids.size());
       for (int32_t b : r->block_ids) ++holders[b];
+      if (state_blocks > 0) {
+        ASSERT_GT(r->state_block, 0) << "request " << r->id;
+        ASSERT_EQ(distinct.count(r->state_block), 0u);
+        ++holders[r->state_block];
+      } else {
+        ASSERT_EQ(r->state_block, -1);
+      }
     }
     ASSERT_EQ(holders.count(0), 0u);
     for (int32_t b = 1; b < pool.num_blocks(); ++b) ASSERT_EQ(pool.ref_count(b), holders[b]);
     for (const Request* r : sched.waiting()) {
-      ASSERT_TRUE(r->block_ids.empty() && r->num_computed_tokens == 0) << "request " << r->id;
+      ASSERT_TRUE(r->block_ids.empty() && r->num_computed_tokens == 0 && r->state_block == -1)
+          << "request " << r->id;
     }
   }
 
@@ -156,8 +172,11 @@ struct Sim {
                            [](int32_t n, const Request& r) { return n + r.num_preemptions; });
   }
 
+  static int32_t state_code(int32_t id, int32_t tokens) { return 1000 + id * 100000 + tokens; }
+
   EngineSpec spec;
   int32_t bs;
+  int32_t state_blocks;
   BlockPool pool;
   Scheduler sched;
   std::vector<Request> reqs;
@@ -370,6 +389,44 @@ TEST(Scheduler, SmallPoolsPreemptAndEveryRequestStillFinishes) {
     }
   }
   EXPECT_GT(preemptions, 20);
+}
+
+TEST(Scheduler, HybridRequestsHoldOneStateBlockFromTheSamePool) {
+  int32_t preemptions = 0;
+  for (int32_t bs : {1, 3, 7, 16}) {
+    for (uint32_t seed = 0; seed < 6; ++seed) {
+      SCOPED_TRACE(testing::Message() << "bs " << bs << " seed " << seed);
+      auto rs = random_requests(seed * 31 + bs, 10, 24, 12, 3);
+      // The largest request fits alone with its state block, with a little slack.
+      const int32_t num_blocks = 2 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
+      const int32_t budget = 1 + static_cast<int32_t>(seed * 7 % 20);
+      Sim sim(engine_spec(budget, 6, false), num_blocks, bs, std::move(rs), 1);
+      sim.run_to_completion();
+      preemptions += sim.num_preemptions();
+    }
+  }
+  EXPECT_GT(preemptions, 5);
+}
+
+TEST(Scheduler, AdmissionWaitsUntilTheStateBlockFitsToo) {
+  BlockPool pool(4, false);  // 3 usable blocks of 4 tokens
+  Scheduler sched(engine_spec(64, 4, false), 4, pool, 1);
+  Request a = make_request(0, 8, 1);  // 2 KV blocks + 1 state block: the whole pool
+  Request b = make_request(1, 2, 1);
+  Request too_big = make_request(2, 10, 3);  // 3 KV blocks + a state block never fit
+  sched.add(&a);
+  sched.add(&b);
+  EXPECT_THROW(sched.add(&too_big), std::invalid_argument);
+  const auto out = sched.schedule(0);
+  ASSERT_EQ(out.chunks.size(), 1u);  // b waits: no block left for its state
+  EXPECT_EQ(a.block_ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(a.state_block, 3);
+  sched.update(out, {5});  // a finishes and frees everything, state block included
+  EXPECT_EQ(a.state_block, -1);
+  EXPECT_EQ(pool.num_free_blocks(), 3);
+  const auto next = sched.schedule(1);
+  ASSERT_EQ(next.chunks.size(), 1u);
+  EXPECT_EQ(next.chunks[0].request_id, 1);
 }
 
 TEST(Scheduler, RejectsRequestsThatCanNeverFit) {

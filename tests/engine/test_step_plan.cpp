@@ -98,5 +98,66 @@ TEST(StepPlan, SplitPlanCoversEverySequenceWithinMaxSplits) {
   }
 }
 
+TEST(StepPlan, LinearSequencesFollowTheRowOrderWithTheirStateBlocks) {
+  PlanFixture f;
+  for (int32_t i = 0; i < 4; ++i) f.reqs[i].state_block = 50 + i;
+  SchedulerOutput out;
+  out.chunks = {{0, 0, 4, false, false},   // fresh prefill: starts from a zero state
+                {1, 9, 1, true, true},     // decode: continues its state
+                {2, 6, 3, false, false}};  // prefill with context: continues its state
+  const StepPlan p = build_step_plan(out, f.sched, f.limits());
+  EXPECT_EQ(p.linear_seq_starts, std::vector<int32_t>({0, 1, 4, 8}));
+  EXPECT_EQ(p.linear_state_blocks, std::vector<int32_t>({51, 52, 50}));
+  EXPECT_EQ(p.linear_has_state, std::vector<int32_t>({1, 1, 0}));
+  EXPECT_EQ(p.linear_seqs(), 3);
+}
+
+TEST(StepPlan, PaddedGraphRowsAreLinearSequencesThatTouchNoState) {
+  PlanFixture f;
+  f.reqs[1].state_block = 7;
+  SchedulerOutput out;
+  out.chunks = {{1, 9, 1, true, true}};
+  const StepPlan p = build_step_plan(out, f.sched, f.limits({4, 8}));
+  ASSERT_TRUE(p.use_graph);
+  ASSERT_EQ(p.padded_rows, 4);
+  EXPECT_EQ(p.linear_seq_starts, std::vector<int32_t>({0, 1, 2, 3, 4}));
+  EXPECT_EQ(p.linear_state_blocks, std::vector<int32_t>({7, -1, -1, -1}));
+  const StepPlan cap = build_capture_plan(2, f.limits({2}));
+  EXPECT_EQ(cap.linear_state_blocks, std::vector<int32_t>({-1, -1}));
+  EXPECT_EQ(cap.linear_seq_starts, std::vector<int32_t>({0, 1, 2}));
+}
+
+TEST(StepPlan, Fp8MetadataBuilderBalancesBlocksOverWorkParts) {
+  // 9 rows of 2 blocks and one of 16 (block size 4): 34 blocks over 8 parts -> 5-block chunks.
+  std::vector<int32_t> lens(9, 8);
+  lens.push_back(64);
+  const auto fp8 = plan_decode_splits_fp8(lens, 4, 8);
+  EXPECT_EQ(fp8[0], 20);
+  EXPECT_EQ(fp8[kDecodeMetaHeader + 0], 1);
+  EXPECT_EQ(fp8[kDecodeMetaHeader + 9], 4);
+  const auto bf16 = plan_decode_splits(lens, 4, 8);
+  EXPECT_EQ(bf16[0], 8);  // the longest row over 8 splits: a different plan
+  // Never more than max_splits for the longest row, never a chunk below one block.
+  const auto tight = plan_decode_splits_fp8({400, 1, 0}, 16, 2);
+  EXPECT_EQ(tight[0], 208);
+  EXPECT_EQ(tight[kDecodeMetaHeader + 0], 2);
+  EXPECT_EQ(tight[kDecodeMetaHeader + 1], 1);
+  EXPECT_EQ(tight[kDecodeMetaHeader + 2], 0);
+  EXPECT_EQ(plan_decode_splits_fp8({1}, 16, 4)[0], 16);
+}
+
+TEST(StepPlan, Fp8CachesPlanWithTheirOwnBuilder) {
+  PlanFixture f;
+  SchedulerOutput out;
+  out.chunks = {{1, 9, 1, true, true}, {3, 7, 1, true, true}};
+  PlanLimits l = f.limits();
+  l.max_decode_splits = 4;
+  const StepPlan bf16 = build_step_plan(out, f.sched, l);
+  l.fp8_decode = true;
+  const StepPlan fp8 = build_step_plan(out, f.sched, l);
+  EXPECT_EQ(bf16.decode_meta, plan_decode_splits(bf16.decode_seq_lens, 3, 4));
+  EXPECT_EQ(fp8.decode_meta, plan_decode_splits_fp8(fp8.decode_seq_lens, 3, 4));
+}
+
 }  // namespace
 }  // namespace kv

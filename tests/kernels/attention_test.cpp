@@ -1,9 +1,12 @@
 // attention_test.cpp — varlen_attention (causal and context) and merge_states against float64
-// references; empty key sets, GQA, padded rows, the -inf/-inf merge and NaN propagation.
+// references; empty key sets, GQA, v_dim < head_dim (MLA), padded rows, the -inf/-inf merge and
+// NaN propagation.
 #include <gtest/gtest.h>
 
 #include "kernel_test_support.h"
 #include "kernels/attn_state.cuh"
+
+#include <tuple>
 
 namespace kv::test {
 namespace {
@@ -17,11 +20,13 @@ struct VarlenCase {
   std::vector<int32_t> q_len, k_len;
   bool causal = false;
   int32_t kv_heads = 2, ratio = 1, head_dim = 12;
+  int32_t v_dim = 0;  // 0: head_dim
 };
 
 void run_varlen(const VarlenCase& vc, Rng& rng) {
   const int32_t nq = vc.kv_heads * vc.ratio, hd = vc.head_dim, ns = int32_t(vc.q_len.size());
-  const int32_t q_stride = nq * hd + 5, kv_stride = vc.kv_heads * hd + 3, out_stride = nq * hd + 2;
+  const int32_t vd = vc.v_dim == 0 ? hd : vc.v_dim;
+  const int32_t q_stride = nq * hd + 5, kv_stride = vc.kv_heads * hd + 3, out_stride = nq * vd + 2;
   std::vector<int32_t> qs = {0}, ks = {0};
   for (int32_t i = 0; i < ns; ++i) {
     qs.push_back(qs.back() + vc.q_len[i]);
@@ -35,9 +40,24 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
   poison(out);
   poison(lse);
   const float scale = 1.5f / std::sqrt(float(hd));
-  VarlenAttnArgs a{q.data(),    q_stride,   k.data(),   v.data(),   kv_stride, qs.data(),
-                   ks.data(),   out.data(), out_stride, lse.data(), ns,        nq,
-                   vc.kv_heads, hd,         scale,      vc.causal};
+  VarlenAttnArgs a;  // by field: a positional initialiser silently shifts when a field is added
+  a.q = q.data();
+  a.q_row_stride = q_stride;
+  a.k = k.data();
+  a.v = v.data();
+  a.kv_row_stride = kv_stride;
+  a.q_starts = qs.data();
+  a.k_starts = ks.data();
+  a.out = out.data();
+  a.out_row_stride = out_stride;
+  a.lse = lse.data();
+  a.num_seqs = ns;
+  a.num_q_heads = nq;
+  a.num_kv_heads = vc.kv_heads;
+  a.head_dim = hd;
+  a.v_dim = vc.v_dim;
+  a.scale = scale;
+  a.causal = vc.causal;
   host::varlen_attention(a);
 
   for (int32_t s = 0; s < ns; ++s)
@@ -47,7 +67,7 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
         const int32_t n = vc.causal ? std::min(j + 1, vc.k_len[s]) : vc.k_len[s];
         const float* qh = &q[r * q_stride + h * hd];
         const int64_t kv0 = int64_t(ks[s]) * kv_stride + (h / vc.ratio) * hd;
-        std::vector<double> sc(n), ref(hd, 0.0);
+        std::vector<double> sc(n), ref(vd, 0.0);
         double m = -INFINITY, sum = 0.0;
         for (int32_t t = 0; t < n; ++t) {
           double dot = 0.0;
@@ -58,19 +78,19 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
         for (int32_t t = 0; t < n; ++t) {
           const double p = std::exp(sc[t] - m);
           sum += p;
-          for (int32_t f = 0; f < hd; ++f) ref[f] += p * v[kv0 + t * kv_stride + f];
+          for (int32_t f = 0; f < vd; ++f) ref[f] += p * v[kv0 + t * kv_stride + f];
         }
-        const float* o = &out[r * out_stride + h * hd];
+        const float* o = &out[r * out_stride + h * vd];
         const float l = lse[r * nq + h];
         SCOPED_TRACE(testing::Message()
                      << "seq " << s << " query " << j << " head " << h << " keys " << n);
         if (n == 0) {  // the empty state, exactly
-          for (int32_t f = 0; f < hd; ++f) ASSERT_EQ(o[f], 0.0f);
+          for (int32_t f = 0; f < vd; ++f) ASSERT_EQ(o[f], 0.0f);
           ASSERT_EQ(l, -INFINITY);
           continue;
         }
         for (double& x : ref) x /= sum;
-        const double err = rel_l2(o, ref.data(), hd);
+        const double err = rel_l2(o, ref.data(), vd);
         ASSERT_FALSE(!(err <= kAttnTol)) << err;
         const double lse_ref = m + std::log(sum);
         ASSERT_FALSE(!(std::fabs(l - lse_ref) <= kLseTol)) << l << " vs " << lse_ref;
@@ -80,7 +100,7 @@ void run_varlen(const VarlenCase& vc, Rng& rng) {
     for (int32_t h = 0; h < nq; ++h) ASSERT_TRUE(is_poison(lse[r * nq + h]));
   }
   for (int32_t r = 0; r < qs.back(); ++r)  // the gap between a row's heads and its stride
-    for (int32_t i = nq * hd; i < out_stride; ++i) ASSERT_TRUE(is_poison(out[r * out_stride + i]));
+    for (int32_t i = nq * vd; i < out_stride; ++i) ASSERT_TRUE(is_poison(out[r * out_stride + i]));
 }
 
 TEST(VarlenAttention, ContextAttentionMatchesReference) {
@@ -97,6 +117,104 @@ TEST(VarlenAttention, CausalAttentionMatchesReference) {
     run_varlen({{0, 1, 5, 23}, {0, 1, 5, 23}, true, 2, ratio, 12}, rng);
     run_varlen({{7}, {7}, true, 3, ratio, 8}, rng);
   }
+}
+
+// MLA shape (head_dim = R + P, v_dim = R): scores over all head_dim features, the output of a head
+// is the first v_dim features of V, written at h * v_dim.
+TEST(VarlenAttention, VDimSmallerThanHeadDimMatchesReference) {
+  Rng rng(36);
+  for (int32_t ratio : {1, 4, 7})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "ratio " << ratio << " causal " << causal);
+      run_varlen({{3, 1, 0, 17}, {causal ? 3 : 6, 1, 0, 17}, causal, 1, ratio, 24, 19}, rng);
+      run_varlen({{1}, {1}, causal, 1, ratio, 40, 32}, rng);
+      run_varlen({{5, 2}, {5, 2}, causal, 2, ratio, 12, 12}, rng);  // v_dim == head_dim, explicit
+    }
+}
+
+// kv_dtype: attending to raw K/V "as the cache stores them" is attending to K/V rounded first.
+TEST(VarlenAttention, KvDtypeReadsKAndVAsTheCacheStoresThem) {
+  Rng rng(38);
+  const int32_t hd = 12, n = 9, heads = 2;
+  const int64_t stride = heads * hd;
+  const std::vector<float> q = random_floats(rng, n * stride);
+  const std::vector<float> k = random_floats(rng, n * stride), v = random_floats(rng, n * stride);
+  const std::vector<int32_t> starts = {0, n};
+  for (auto [dtype, ks, vs] : {std::tuple{DType::bf16, 1.0f, 1.0f},
+                               std::tuple{DType::fp8_e4m3, 0.0625f, 0.25f},
+                               std::tuple{DType::fp8_e4m3, 0.05f, 3.0f}}) {
+    SCOPED_TRACE(testing::Message() << "dtype " << static_cast<int>(dtype) << " " << ks << " " << vs);
+    std::vector<float> kr(k), vr(v);
+    for (auto& x : kr) x = round_through_scaled(x, dtype, ks);
+    for (auto& x : vr) x = round_through_scaled(x, dtype, vs);
+    auto run = [&](const std::vector<float>& kk, const std::vector<float>& vv, bool round) {
+      std::vector<float> out(n * stride), lse(n * heads);
+      VarlenAttnArgs a;
+      a.q = q.data();
+      a.q_row_stride = stride;
+      a.k = kk.data();
+      a.v = vv.data();
+      a.kv_row_stride = stride;
+      a.q_starts = a.k_starts = starts.data();
+      a.out = out.data();
+      a.out_row_stride = stride;
+      a.lse = lse.data();
+      a.num_seqs = 1;
+      a.num_q_heads = a.num_kv_heads = heads;
+      a.head_dim = hd;
+      a.scale = 0.3f;
+      a.causal = true;
+      if (round) {
+        a.kv_dtype = dtype;
+        a.k_scale = ks;
+        a.v_scale = vs;
+      }
+      host::varlen_attention(a);
+      out.insert(out.end(), lse.begin(), lse.end());
+      return out;
+    };
+    const std::vector<float> want = run(kr, vr, false), got = run(k, v, true), raw = run(k, v, false);
+    EXPECT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+    EXPECT_NE(0, memcmp(want.data(), raw.data(), want.size() * sizeof(float)));  // it matters
+  }
+}
+
+// NaN in V's features past v_dim (MLA's rope part, a separate buffer from k here so K stays
+// clean) changes nothing: they are never read as V.
+TEST(VarlenAttention, RopeFeaturesOfVAreNeverRead) {
+  Rng rng(37);
+  const int32_t hd = 8, vd = 5, n = 4, stride = hd;
+  const std::vector<float> q = random_floats(rng, hd), k = random_floats(rng, n * stride);
+  std::vector<float> v = random_floats(rng, n * stride);
+  std::vector<float> out(vd + 1), lse(1);
+  const std::vector<int32_t> qs = {0, 1}, ks = {0, n};
+  VarlenAttnArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.v = v.data();
+  a.kv_row_stride = stride;
+  a.q_starts = qs.data();
+  a.k_starts = ks.data();
+  a.out = out.data();
+  a.out_row_stride = vd;
+  a.lse = lse.data();
+  a.num_seqs = a.num_q_heads = a.num_kv_heads = 1;
+  a.head_dim = hd;
+  a.v_dim = vd;
+  poison(out);
+  host::varlen_attention(a);
+  const std::vector<float> clean(out.begin(), out.end());
+  for (int32_t t = 0; t < n; ++t)
+    for (int32_t f = vd; f < hd; ++f) v[t * stride + f] = NAN;
+  poison(out);
+  host::varlen_attention(a);
+  EXPECT_TRUE(all_finite(out.data(), vd));
+  for (int32_t f = 0; f < vd; ++f) EXPECT_EQ(f32_bits(out[f]), f32_bits(clean[f]));
+  EXPECT_TRUE(is_poison(out[vd]));  // nothing past the head's v_dim features
+  a.v_dim = hd + 1;
+  EXPECT_THROW(host::varlen_attention(a), std::invalid_argument);
+  a.v_dim = -1;
+  EXPECT_THROW(host::varlen_attention(a), std::invalid_argument);
 }
 
 // ---- merge_states ------------------------------------------------------------------------------

@@ -159,6 +159,49 @@ TEST(Linear, MatchesReferenceWithBiasAndAccumulate) {
     }
 }
 
+// Grouped (per-head) linear: group g reads x[r][g * x_group_stride ..+ in_dim), its own W and bias
+// block, and writes out[r][g * out_dim ..+ out_dim). x_group_stride > in_dim leaves gaps in x
+// (poisoned with NaN here: reading one would show).
+TEST(Linear, GroupedMatchesPerGroupReference) {
+  Rng rng(47);
+  for (int32_t groups : {1, 3, 8})
+    for (int32_t gap : {0, 5})
+      for (bool acc : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "groups " << groups << " gap " << gap << " acc " << acc);
+        const int32_t rows = 5, in = 7, outd = 6;
+        const int64_t gs = in + gap, xs = groups * gs + 3, os = groups * outd + 2;
+        std::vector<float> x = random_floats(rng, size_t(rows) * xs);
+        for (int32_t r = 0; r < rows; ++r)
+          for (int32_t g = 0; g < groups; ++g)
+            for (int64_t i = in; i < gs; ++i) x[r * xs + g * gs + i] = NAN;
+        const std::vector<float> w = random_floats(rng, size_t(groups) * outd * in);
+        const std::vector<float> bias = random_floats(rng, size_t(groups) * outd);
+        std::vector<float> out = random_floats(rng, size_t(rows) * os);
+        const std::vector<float> before = out;
+        LinearArgs a{x.data(), xs, w.data(), bias.data(), out.data(), os, rows, in, outd, acc};
+        a.groups = groups;
+        a.x_group_stride = gap == 0 ? 0 : gs;  // 0 means in_dim: the same as gs without a gap
+        host::linear(a);
+        for (int32_t r = 0; r < rows; ++r) {
+          for (int32_t g = 0; g < groups; ++g)
+            for (int32_t o = 0; o < outd; ++o) {
+              double ref = bias[g * outd + o];
+              for (int32_t i = 0; i < in; ++i)
+                ref += double(w[(int64_t(g) * outd + o) * in + i]) * x[r * xs + g * gs + i];
+              if (acc) ref += before[r * os + g * outd + o];
+              // A 7-term float dot product of values in [-1, 1] plus two additions: < 1e-5.
+              const double err = std::fabs(out[r * os + g * outd + o] - ref);
+              ASSERT_FALSE(!(err <= 1e-5)) << r << " " << g << " " << o;
+            }
+          for (int64_t o = int64_t(groups) * outd; o < os; ++o)
+            ASSERT_EQ(out[r * os + o], before[r * os + o]);
+        }
+      }
+  LinearArgs bad;
+  bad.groups = 0;
+  EXPECT_THROW(host::linear(bad), std::invalid_argument);
+}
+
 TEST(Argmax, LowestIndexWinsTiesAndNanGivesMinusOne) {
   const int32_t vocab = 6;
   const std::vector<float> logits = {

@@ -1,5 +1,6 @@
 // cache_ops_test.cpp — write_kv, gather_kv and fill_blocks against addresses computed here from
-// the layout definitions (not through paged_kv.cuh), on both layouts and every cache dtype.
+// the layout definitions (not through paged_kv.cuh), on both layouts and every cache dtype; the
+// K-only forms (v == nullptr / v_out == nullptr) MLA uses.
 #include <gtest/gtest.h>
 
 #include "kernel_test_support.h"
@@ -107,6 +108,107 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
         const bool same = memcmp(kb.data(), ko.data(), kb.size() * 4) == 0 &&
                           memcmp(vb.data(), vo.data(), vb.size() * 4) == 0;
         EXPECT_EQ(same, layout == KvLayout::plain);
+      }
+}
+
+// v == nullptr writes K only: the V pages (here a separate region, the plain layout's V half)
+// keep every byte, and K is stored exactly as with V. MLA's latent cache (cache.v == cache.k) gets
+// its rows written once.
+TEST(WriteKv, NullVWritesKOnlyAndLeavesVMemoryUntouched) {
+  Rng rng(13);
+  for (KvLayout layout : kLayouts)
+    for (DType dt : kDtypes)
+      for (int32_t bs : {1, 3, 7, 16}) {
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
+        const int32_t nb = 8, kvh = 2, hd = 9, tokens = 7, stride = kvh * hd + 2;
+        TestCache both = make_test_cache(layout, dt, nb, bs, kvh, hd);
+        TestCache k_only = make_test_cache(layout, dt, nb, bs, kvh, hd);
+        if (dt == DType::fp8_e4m3)
+          for (TestCache* c : {&both, &k_only}) c->desc.k_scale = 0.05f, c->desc.v_scale = 0.5f;
+        std::vector<int64_t> slots(tokens);  // distinct: 5 is coprime with 8 * bs
+        for (int32_t t = 0; t < tokens; ++t) slots[t] = t == 2 ? -1 : (t * 5 + 1) % (nb * bs);
+        const std::vector<float> k = random_floats(rng, tokens * stride, -3, 3);
+        const std::vector<float> v = random_floats(rng, tokens * stride, -3, 3);
+        host::write_kv(
+            WriteKvArgs{both.desc, k.data(), v.data(), stride, stride, slots.data(), tokens});
+        host::write_kv(
+            WriteKvArgs{k_only.desc, k.data(), nullptr, stride, 0, slots.data(), tokens});
+        // Every K byte equals the K+V write; every V byte is still the poison of the fresh cache.
+        const TestCache fresh = make_test_cache(layout, dt, nb, bs, kvh, hd);
+        const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
+        const int esz = dtype_size(dt);
+        const char* got = reinterpret_cast<const char*>(k_only.storage.data());
+        const char* kv = reinterpret_cast<const char*>(both.storage.data());
+        const char* old = reinterpret_cast<const char*>(fresh.storage.data());
+        for (int32_t b = 0; b < nb; ++b) {
+          const int64_t ko = elem_index(layout, nb, page, kvh, hd, false, b, 0, 0, 0) * esz;
+          const int64_t vo = elem_index(layout, nb, page, kvh, hd, true, b, 0, 0, 0) * esz;
+          ASSERT_EQ(memcmp(got + ko, kv + ko, page * esz), 0) << "K of block " << b;
+          ASSERT_EQ(memcmp(got + vo, old + vo, page * esz), 0) << "V of block " << b;
+        }
+      }
+}
+
+TEST(WriteKv, MlaLatentCacheWithVAliasingK) {
+  Rng rng(14);
+  const int32_t nb = 4, bs = 3, hd = 24, tokens = 5;
+  TestCache c = make_test_cache(KvLayout::plain, DType::fp8_e4m3, nb, bs, 1, hd);
+  c.desc.v = c.desc.k;
+  c.desc.k_scale = c.desc.v_scale = 0.05f;
+  const std::vector<float> lat = random_floats(rng, tokens * hd, -4, 4);
+  const std::vector<int64_t> slots = {4, 0, -1, 11, 7};
+  host::write_kv(WriteKvArgs{c.desc, lat.data(), nullptr, hd, 0, slots.data(), tokens});
+  for (int32_t t = 0; t < tokens; ++t) {
+    if (slots[t] < 0) continue;
+    for (int32_t f = 0; f < hd; ++f) {
+      const float want = round_through_scaled(lat[t * hd + f], DType::fp8_e4m3, 0.05f);
+      ASSERT_EQ(f32_bits(load_k(c.desc, slots[t] / bs, slots[t] % bs, 0, f)), f32_bits(want));
+      ASSERT_EQ(f32_bits(load_v(c.desc, slots[t] / bs, slots[t] % bs, 0, f)), f32_bits(want));
+    }
+  }
+  // The plain layout's V half (past the K pages) was never written: still the fp8 NaN poison.
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(c.storage.data());
+  for (int64_t i = int64_t(nb) * bs * hd; i < 2 * int64_t(nb) * bs * hd; ++i)
+    ASSERT_EQ(bytes[i], 0x7f) << i;
+}
+
+// v_out == nullptr gathers K only, identical to the K of a K+V gather, on both layouts and also
+// through the seed-004 addressing.
+TEST(GatherKv, NullVOutGathersKOnly) {
+  Rng rng(15);
+  for (KvLayout layout : kLayouts)
+    for (bool bug : {false, true})
+      for (int32_t bs : {1, 3, 7, 16}) {
+        SCOPED_TRACE(testing::Message() << "layout " << int(layout) << " bs " << bs << " " << bug);
+        const int32_t kvh = 1, hd = 10;
+        const std::vector<int32_t> lens = {4, 0, 1, 2 * bs + 1};
+        const int32_t stride = 6, nb = blocks_needed(lens, bs) + 2;
+        TestCache c = make_test_cache(layout, DType::bf16, nb, bs, kvh, hd);
+        const std::vector<int32_t> table = shuffled_tables(rng, nb, bs, lens, stride);
+        std::vector<int32_t> starts = {0};
+        for (int32_t l : lens) starts.push_back(starts.back() + l);
+        const int32_t total = starts.back();
+        const std::vector<float> k = random_floats(rng, total * hd),
+                                 v = random_floats(rng, total * hd);
+        for (size_t s = 0; s < lens.size(); ++s)
+          store_sequence(c, &table[s * stride], lens[s], &k[starts[s] * hd], &v[starts[s] * hd]);
+        std::vector<float> k_both(total * hd + 3), v_both(total * hd + 3), k_only(total * hd + 3);
+        poison(k_both);
+        poison(v_both);
+        poison(k_only);
+        GatherKvArgs g{c.desc,        table.data(),         stride,
+                       lens.data(),   starts.data(),        k_both.data(),
+                       v_both.data(), int32_t(lens.size()), bug};
+        host::gather_kv(g);
+        g.k_out = k_only.data();
+        g.v_out = nullptr;
+        host::gather_kv(g);
+        EXPECT_EQ(memcmp(k_only.data(), k_both.data(), k_only.size() * 4), 0);
+        if (!bug) {
+          for (int32_t i = 0; i < total * hd; ++i)
+            ASSERT_EQ(k_only[i], round_through(k[i], DType::bf16)) << i;
+        }
       }
 }
 

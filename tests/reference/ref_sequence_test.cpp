@@ -1,77 +1,121 @@
-// Tests of the float64 reference: the properties the checks rely on.
+// Tests of the float64 reference: the properties the checks rely on, for every layer kind.
+#include "reference/ref_sequence.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "engine/model_weights.h"
-#include "reference/ref_sequence.h"
+#include "ref_test_support.h"
 
 namespace kv {
 namespace {
 
-ModelSpec small_model(int32_t q_heads, int32_t kv_heads) {
-  ModelSpec m;
-  m.layers = {LayerKind::attention, LayerKind::attention};
-  m.num_q_heads = q_heads;
-  m.num_kv_heads = kv_heads;
-  m.head_dim = 8;
-  m.hidden_size = 32;
-  m.vocab_size = 50;
-  m.weight_seed = 3;
-  return m;
-}
+using test::cache_of;
+using test::small_spec;
 
-TEST(RefSequence, SentinelFeatureHoldsTheBatchInvariantAmax) {
-  const ModelWeights w = make_model_weights(small_model(4, 2));
-  RefSequence ref(w, DType::bf16);
-  std::vector<int32_t> tokens = {3, 14, 15, 9, 26, 5, 35, 8};
-  ref.extend(tokens, 8);
-  const int32_t q_dim = 4 * 8;
-  for (int32_t pos = 0; pos < 8; ++pos) {
-    for (int32_t l = 0; l < 2; ++l) {
-      const double* o = ref.attn_out(pos, l);
-      // Heads 0 and 1 read KV head 0, whose feature 0 is the constant sentinel.
-      EXPECT_NEAR(o[0], w.sentinel, 1e-9 * w.sentinel);
-      EXPECT_NEAR(o[8], w.sentinel, 1e-9 * w.sentinel);
-      for (int32_t j = 0; j < q_dim; ++j) EXPECT_LE(std::fabs(o[j]), w.sentinel * (1 + 1e-12));
-    }
-  }
-}
+const std::vector<std::vector<LayerKind>> kLayouts = {
+    {LayerKind::attention},
+    {LayerKind::mla},
+    {LayerKind::linear},
+    {LayerKind::mla, LayerKind::linear, LayerKind::mla},
+    {LayerKind::attention, LayerKind::linear}};
+
+constexpr int32_t kQDim = 4 * 8;
 
 TEST(RefSequence, FirstPositionAttendsOnlyToItself) {
   // At position 0 softmax has one key: the output is that token's V row, rounded like the cache.
-  const ModelWeights w = make_model_weights(small_model(2, 2));
-  RefSequence a(w, DType::f32), b(w, DType::bf16);
+  const ModelWeights w =
+      make_model_weights(small_spec({LayerKind::attention, LayerKind::attention}));
+  RefSequence a(w, cache_of(DType::f32)), b(w, cache_of(DType::bf16));
+  RefSequence c(w, cache_of(DType::fp8_e4m3, 1.0f, 0.37f));
   a.extend({7}, 1);
   b.extend({7}, 1);
-  const double* oa = a.attn_out(0, 0);
-  const double* ob = b.attn_out(0, 0);
-  for (int32_t j = 0; j < 16; ++j) {
-    EXPECT_EQ(static_cast<double>(round_through(static_cast<float>(oa[j]), DType::bf16)), ob[j]) << j;
+  c.extend({7}, 1);
+  for (int32_t j = 0; j < kQDim; ++j) {
+    const float v = static_cast<float>(a.attn_out(0, 0)[j]);
+    EXPECT_EQ(static_cast<double>(round_through(v, DType::bf16)), b.attn_out(0, 0)[j]) << j;
+    EXPECT_EQ(static_cast<double>(round_through_scaled(v, DType::fp8_e4m3, 0.37f)),
+              c.attn_out(0, 0)[j])
+        << j;
+  }
+}
+
+// Position 0 of attention and mla does not depend on the query; position 1 does.
+TEST(RefSequence, FirstPositionIgnoresTheQuery) {
+  for (LayerKind kind : {LayerKind::attention, LayerKind::mla}) {
+    const ModelWeights w = make_model_weights(small_spec({kind}));
+    ModelWeights scaled = w;
+    for (auto* q : {&scaled.layers[0].wq, &scaled.layers[0].wqn, &scaled.layers[0].wqr})
+      for (float& e : *q) e *= 3.0f;
+    RefSequence a(w, cache_of(DType::bf16)), b(scaled, cache_of(DType::bf16));
+    a.extend({4, 9}, 2);
+    b.extend({4, 9}, 2);
+    double diff1 = 0.0;
+    for (int32_t j = 0; j < kQDim; ++j) {
+      EXPECT_EQ(a.attn_out(0, 0)[j], b.attn_out(0, 0)[j]) << to_string(kind) << " " << j;
+      diff1 += std::fabs(a.attn_out(1, 0)[j] - b.attn_out(1, 0)[j]);
+    }
+    EXPECT_GT(diff1, 1e-3) << to_string(kind);
   }
 }
 
 TEST(RefSequence, ExtendIsIncrementalAndDeterministic) {
-  const ModelWeights w = make_model_weights(small_model(4, 1));
-  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6};
-  RefSequence whole(w, DType::f16), steps(w, DType::f16);
-  whole.extend(tokens, 6);
-  for (int32_t n = 1; n <= 6; ++n) steps.extend(tokens, n);
-  EXPECT_EQ(steps.length(), 6);
-  for (int32_t pos = 0; pos < 6; ++pos)
-    for (int32_t j = 0; j < 32; ++j) EXPECT_EQ(whole.attn_out(pos, 1)[j], steps.attn_out(pos, 1)[j]);
-  EXPECT_EQ(whole.logits(5), steps.logits(5));
+  const std::vector<int32_t> tokens = test::random_tokens(4, 10, 50);
+  for (const auto& layers : kLayouts) {
+    const ModelWeights w = make_model_weights(small_spec(layers));
+    const CacheSpec c = cache_of(DType::fp8_e4m3, 0.37f, 0.05f);
+    RefSequence whole(w, c), steps(w, c), chunks(w, c);
+    whole.extend(tokens, 10);
+    for (int32_t n = 1; n <= 10; ++n) steps.extend(tokens, n);
+    for (int32_t n : {3, 3, 7, 10}) chunks.extend(tokens, n);  // a repeated n adds nothing
+    EXPECT_EQ(steps.length(), 10);
+    EXPECT_EQ(chunks.length(), 10);
+    for (int32_t pos = 0; pos < 10; ++pos) {
+      for (int32_t l = 0; l < static_cast<int32_t>(layers.size()); ++l)
+        for (int32_t j = 0; j < kQDim; ++j) {
+          ASSERT_EQ(whole.attn_out(pos, l)[j], steps.attn_out(pos, l)[j]) << pos << " " << l;
+          ASSERT_EQ(whole.attn_out(pos, l)[j], chunks.attn_out(pos, l)[j]) << pos << " " << l;
+        }
+      EXPECT_EQ(whole.logits(pos), steps.logits(pos));
+      EXPECT_EQ(whole.logits(pos), chunks.logits(pos));
+    }
+  }
 }
 
-TEST(RefSequence, HistoryChangesLaterOutputs) {
-  const ModelWeights w = make_model_weights(small_model(2, 1));
-  RefSequence a(w, DType::f32), b(w, DType::f32);
-  a.extend({1, 2, 3}, 3);
-  b.extend({1, 9, 3}, 3);
-  double diff = 0.0;
-  for (int32_t j = 0; j < 16; ++j) diff += std::fabs(a.attn_out(2, 0)[j] - b.attn_out(2, 0)[j]);
-  EXPECT_GT(diff, 1e-3);
-  EXPECT_EQ(a.attn_out(0, 0)[3], b.attn_out(0, 0)[3]);  // position 0 does not see the future
+TEST(RefSequence, HistoryChangesLaterOutputsNotEarlierOnes) {
+  for (const auto& layers : kLayouts) {
+    const ModelWeights w = make_model_weights(small_spec(layers));
+    RefSequence a(w, cache_of(DType::f32)), b(w, cache_of(DType::f32));
+    a.extend({1, 2, 3}, 3);
+    b.extend({1, 9, 3}, 3);
+    const int32_t last = static_cast<int32_t>(layers.size()) - 1;
+    double diff = 0.0;
+    for (int32_t j = 0; j < kQDim; ++j) {
+      diff += std::fabs(a.attn_out(2, last)[j] - b.attn_out(2, last)[j]);
+      EXPECT_EQ(a.attn_out(0, last)[j], b.attn_out(0, last)[j]);  // position 0 sees no future
+    }
+    EXPECT_GT(diff, 1e-3) << "layer kinds " << layers.size();
+    EXPECT_EQ(a.logits(0), b.logits(0));
+  }
+}
+
+TEST(RefSequence, OutputsAreFiniteAndNotTrivial) {
+  for (const auto& layers : kLayouts) {
+    const ModelWeights w = make_model_weights(small_spec(layers));
+    RefSequence ref(w, cache_of(DType::bf16));
+    ref.extend(test::random_tokens(6, 16, 50), 16);
+    for (int32_t l = 0; l < static_cast<int32_t>(layers.size()); ++l) {
+      double ss = 0.0;
+      for (int32_t pos = 0; pos < 16; ++pos)
+        for (int32_t j = 0; j < kQDim; ++j) {
+          ASSERT_TRUE(std::isfinite(ref.attn_out(pos, l)[j]));
+          ss += ref.attn_out(pos, l)[j] * ref.attn_out(pos, l)[j];
+        }
+      EXPECT_GT(ss, 1.0) << "layer " << l;
+    }
+    for (double x : ref.logits(15)) ASSERT_TRUE(std::isfinite(x));
+  }
 }
 
 }  // namespace

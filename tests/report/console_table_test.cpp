@@ -126,5 +126,18 @@ TEST(ConsoleTable, FailureShownOnlyWhenThereIsOne) {
   EXPECT_EQ(render(r).find("first failure:"), std::string::npos);
 }
 
+TEST(ConsoleTable, ReportsTheZeroInitCostOnlyWhenTheMitigationRan) {
+  RunResult r = test::sample_result();
+  EXPECT_EQ(render(r).find("zero-init"), std::string::npos);
+  r.epochs[1].zero_init_seconds = 0.000041;  // 41 steps: 1 us/step of a 148.8 us/step forward
+  r.epochs[1].forward_seconds = 0.0061;
+  const std::string out = render(r);
+  EXPECT_NE(out.find("zero-init outputs, epoch 2: the memsets take 1.0 us/step of a 148.8 us/step "
+                     "forward (0.7%)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("zero-init outputs, epoch 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kv

@@ -51,6 +51,8 @@ TEST(ResultJson, EpochFields) {
   EXPECT_EQ(e["blocks_allocated"], 77);
   EXPECT_DOUBLE_EQ(e["seconds"].get<double>(), 0.0123);
   EXPECT_DOUBLE_EQ(e["check_seconds"].get<double>(), 0.004);
+  EXPECT_DOUBLE_EQ(e["forward_seconds"].get<double>(), 0.0061);
+  EXPECT_DOUBLE_EQ(e["zero_init_seconds"].get<double>(), 0.0);
 
   json bad = to_json(test::sample_result())["epochs"][1];
   EXPECT_EQ(bad["first_bad_step"], 7);

@@ -31,6 +31,7 @@ inline RunResult sample_result() {
   e1.blocks_allocated = 77;
   e1.seconds = 0.0123;
   e1.check_seconds = 0.004;
+  e1.forward_seconds = 0.0061;
   EpochStats e2 = e1;
   e2.epoch = 2;
   e2.clean_requests = 3;

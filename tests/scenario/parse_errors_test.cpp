@@ -50,6 +50,14 @@ const BadCase kBadCases[] = {
      "/cache/colour", R"(unknown key; the keys here are "num_blocks", "block_size")"},
     {"unknown_key_escaped_pointer", R"({"format": 1, "model": {"a/b": 1}})", "/model/a~1b",
      "unknown key"},
+    {"misspelt_kv_lora_rank", R"({"format": 1, "model": {"layers": ["mla"], "kv_lora_rnak": 64}})",
+     "/model/kv_lora_rnak", R"(unknown key; did you mean "kv_lora_rank"?)"},
+    {"misspelt_qk_rope_dim", R"({"format": 1, "model": {"qk_rope_dims": 32}})",
+     "/model/qk_rope_dims", R"(unknown key; did you mean "qk_rope_dim"?)"},
+    {"misspelt_k_scale", R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_sacle": 0.5}})",
+     "/cache/k_sacle", R"(unknown key; did you mean "k_scale"?)"},
+    {"misspelt_pool", R"({"format": 1, "cache": {"pol": "hybrid"}})", "/cache/pol",
+     R"(unknown key; did you mean "pool"?)"},
     {"unknown_nested_graph_key", R"({"format": 1, "engine": {"cuda_graphs": {"sizes": [1]}}})",
      "/engine/cuda_graphs/sizes", "unknown key"},
 
@@ -91,7 +99,9 @@ const BadCase kBadCases[] = {
 
     // ---- enums ----
     {"bad_dtype_suggestion", R"({"format": 1, "cache": {"dtype": "fp16"}})", "/cache/dtype",
-     R"(got "fp16" (a string), expected one of "f32", "f16", "bf16"; did you mean "f16"?)"},
+     R"(got "fp16" (a string), expected one of "f32", "f16", "bf16", "fp8_e4m3"; did you mean "f16"?)"},
+    {"bad_pool_suggestion", R"({"format": 1, "cache": {"pool": "hybird"}})", "/cache/pool",
+     R"(got "hybird" (a string), expected one of "separate", "hybrid"; did you mean "hybrid"?)"},
     {"bad_enum_lists_choices", R"({"format": 1, "expect": "whatever"})", "/expect",
      R"(expected one of "clean", "corrupt")"},
     {"enum_wrong_type", R"({"format": 1, "faults": {"freed_blocks": 0}})", "/faults/freed_blocks",
@@ -122,12 +132,112 @@ const BadCase kBadCases[] = {
          "gather-assumes-contiguous"]})",
      "/regressions/2", "listed twice (first at /regressions/0)"},
 
-    // ---- cross-field ----
-    {"mla_not_supported", R"({"format": 1, "model": {"layers": ["attention", "mla"]}})",
+    // ---- MLA dimensions ----
+    {"kv_lora_rank_one", R"({"format": 1, "model": {"layers": ["mla"], "kv_lora_rank": 1}})",
+     "/model/kv_lora_rank",
+     "got 1, expected an integer from 2 to 1024 (latent feature 0 is a constant the model "
+     "reserves, so at least 2)"},
+    {"kv_lora_rank_too_big", R"({"format": 1, "model": {"layers": ["mla"], "kv_lora_rank": 1025}})",
+     "/model/kv_lora_rank", "got 1025, expected an integer from 2 to 1024"},
+    {"qk_rope_dim_negative", R"({"format": 1, "model": {"layers": ["mla"], "qk_rope_dim": -1}})",
+     "/model/qk_rope_dim", "got -1, expected an integer from 0 to 256"},
+    {"qk_rope_dim_too_big", R"({"format": 1, "model": {"layers": ["mla"], "qk_rope_dim": 257}})",
+     "/model/qk_rope_dim", "got 257, expected an integer from 0 to 256"},
+
+    // ---- dequantisation scales, per field ----
+    {"scale_not_power_of_two",
+     R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 0.0625, "v_scale": 0.05}})",
+     "/cache/v_scale", "got 0.05, expected a power of two (e.g. 0.0625 or 0.125)"},
+    {"scale_zero", R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 0, "v_scale": 1}})",
+     "/cache/k_scale",
+     "got 0, expected a finite number greater than 0 and at most 3.4028234663852886e+38"},
+    {"scale_negative",
+     R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 1, "v_scale": -0.5}})",
+     "/cache/v_scale", "got -0.5, expected a finite number greater than 0"},
+    {"scale_string", R"({"format": 1, "cache": {"k_scale": "0.5"}})", "/cache/k_scale",
+     R"(got "0.5" (a string), expected a finite number greater than 0)"},
+    {"scale_beyond_float", R"({"format": 1, "cache": {"k_scale": 1e39}})", "/cache/k_scale",
+     "got 1e+39, expected a finite number greater than 0 and at most 3.4028234663852886e+38 (the "
+     "largest float)"},
+    {"scale_infinite", R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 1e400}})",
+     "/cache/k_scale", "got 1e400, which is beyond the range of a double (about 1.8e308); "
+     "expected a finite number"},
+    {"overflowing_number_in_an_array",
+     R"({"format": 1, "engine": {"cuda_graphs": {"capture_sizes": [1, -1e999]}}})",
+     "/engine/cuda_graphs/capture_sizes/1", "got -1e999, which is beyond the range of a double"},
+    {"scale_rounds_to_zero_as_float", R"({"format": 1, "cache": {"v_scale": 1e-50}})",
+     "/cache/v_scale", "got 1e-50, expected a finite number greater than 0 and at most "
+     "3.4028234663852886e+38 (the largest float); as a float it would be 0"},
+
+    // ---- cross-field: MLA-only keys ----
+    {"kv_lora_rank_without_mla", R"({"format": 1, "model": {"kv_lora_rank": 256}})",
+     "/model/kv_lora_rank",
+     "got 256, but kv_lora_rank only applies to mla layers; the model has none"},
+    {"qk_rope_dim_without_mla",
+     R"({"format": 1, "model": {"layers": ["attention", "linear"], "qk_rope_dim": 32}})",
+     "/model/qk_rope_dim", "got 32, but qk_rope_dim only applies to mla layers; the model has none"},
+    {"mla_key_with_a_layer_count", R"({"format": 1, "model": {"layers": 3, "kv_lora_rank": 64}})",
+     "/model/kv_lora_rank", "got 64, but kv_lora_rank only applies to mla layers"},
+
+    // ---- cross-field: fp8 cache and its scales ----
+    {"fp8_without_scales", R"({"format": 1, "cache": {"dtype": "fp8_e4m3"}})", "/cache/dtype",
+     R"(got "fp8_e4m3", but cache.k_scale and cache.v_scale are missing: an fp8 cache stores )"
+     R"(value / scale)"},
+    {"fp8_without_v_scale", R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 0.5}})",
+     "/cache/dtype", R"(got "fp8_e4m3", but cache.v_scale is missing)"},
+    {"fp8_without_k_scale", R"({"format": 1, "cache": {"v_scale": 0.5, "dtype": "fp8_e4m3"}})",
+     "/cache/dtype", R"(got "fp8_e4m3", but cache.k_scale is missing)"},
+    {"k_scale_with_default_dtype", R"({"format": 1, "cache": {"k_scale": 0.5}})",
+     "/cache/k_scale",
+     R"(got 0.5, but cache.dtype is "bf16" (the default): only an fp8_e4m3 cache stores value / )"
+     R"(scale)"},
+    {"v_scale_with_f16", R"({"format": 1, "cache": {"dtype": "f16", "v_scale": 2}})",
+     "/cache/v_scale", R"(got 2, but cache.dtype is "f16": only an fp8_e4m3 cache)"},
+
+    // ---- cross-field: linear layers and the hybrid pool ----
+    {"linear_needs_hybrid_pool", R"({"format": 1, "model": {"layers": ["attention", "linear"]}})",
      "/model/layers/1",
-     R"(layer kind "mla" is not supported yet by this build (supported: attention))"},
-    {"linear_not_supported", R"({"format": 1, "model": {"layers": ["linear"]}})",
-     "/model/layers/0", R"(layer kind "linear" is not supported yet)"},
+     R"(layer kind "linear" needs cache.pool "hybrid", got "separate" (the default): )"
+     R"(linear-attention state lives in blocks of the shared pool; set cache.pool to "hybrid")"},
+    {"linear_with_explicit_separate_pool",
+     R"({"format": 1, "model": {"layers": ["mla", "linear", "linear"]},
+         "cache": {"pool": "separate"}})",
+     "/model/layers/1", R"(needs cache.pool "hybrid", got "separate":)"},
+    {"hybrid_without_linear",
+     R"({"format": 1, "model": {"layers": ["attention", "mla"]},
+         "cache": {"pool": "hybrid", "layout": "interleaved"}})",
+     "/cache/pool",
+     R"(got "hybrid", but the model has no "linear" layer: a hybrid pool shares its blocks )"
+     R"(between linear-attention state and KV, so there is nothing to share)"},
+    {"hybrid_with_default_plain_layout",
+     R"({"format": 1, "model": {"layers": ["linear", "attention"]}, "cache": {"pool": "hybrid"},
+         "engine": {"prefix_caching": false}})",
+     "/cache/layout",
+     R"(got "plain" (the default), but a hybrid pool keeps K and V of a block together )"
+     R"((/model/layers/1 is an attention layer): use "interleaved")"},
+    {"hybrid_with_written_plain_layout",
+     R"({"format": 1, "model": {"layers": ["attention", "linear"]},
+         "cache": {"layout": "plain", "pool": "hybrid"}, "engine": {"prefix_caching": false}})",
+     "/cache/layout", R"(got "plain", but a hybrid pool keeps K and V of a block together)"},
+    {"linear_with_default_prefix_caching",
+     R"({"format": 1, "model": {"layers": ["mla", "linear"]}, "cache": {"pool": "hybrid"}})",
+     "/engine/prefix_caching",
+     "got true (the default), but /model/layers/1 is a linear layer: prefix caching of recurrent "
+     "state is not modelled; set it to false"},
+    {"linear_with_written_prefix_caching",
+     R"({"format": 1, "model": {"layers": ["linear"]}, "cache": {"pool": "hybrid"},
+         "engine": {"prefix_caching": true}})",
+     "/engine/prefix_caching", "got true, but /model/layers/0 is a linear layer"},
+    {"cache_too_small_for_the_state_block",
+     R"({"format": 1, "model": {"layers": ["linear"]},
+         "cache": {"pool": "hybrid", "num_blocks": 6, "block_size": 16},
+         "engine": {"prefix_caching": false},
+         "workload": {"prompt_len": [8, 64], "new_tokens": [4, 16]}})",
+     "/cache/num_blocks",
+     "got 6, but the longest request (prompt 64 + 16 new tokens) needs 5 blocks of 16 plus 1 "
+     "block of linear-attention state plus the null block"},
+
+    // ---- cross-field: the rest ----
     {"kv_heads_not_divisor", R"({"format": 1, "model": {"num_q_heads": 4, "num_kv_heads": 3}})",
      "/model/num_kv_heads", "got 3, but num_q_heads = 4 is not a multiple of it"},
     {"q_heads_not_multiple_of_default", R"({"format": 1, "model": {"num_q_heads": 3}})",
@@ -164,6 +274,9 @@ const BadCase kBadCases[] = {
     // ---- which error comes first ----
     {"format_checked_before_earlier_keys", R"({"cache": {"block_size": 0}, "format": 2})",
      "/format", "got 2"},
+    {"model_relations_before_cache_relations",
+     R"({"format": 1, "cache": {"dtype": "fp8_e4m3"}, "model": {"qk_rope_dim": 8}})",
+     "/model/qk_rope_dim", "only applies to mla layers"},
     {"first_error_wins",
      R"({"format": 1, "workload": {"epochs": 0}, "cache": {"block_size": 0}})",
      "/workload/epochs", "got 0"},

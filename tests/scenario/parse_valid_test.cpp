@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -108,10 +109,15 @@ TEST(ParseScenario, MinimalScenarioGetsEveryDefault) {
   EXPECT_EQ(s.model.hidden_size, 64);
   EXPECT_EQ(s.model.vocab_size, 128);
   EXPECT_EQ(s.model.weight_seed, 1u);
+  EXPECT_EQ(s.model.kv_lora_rank, 512);
+  EXPECT_EQ(s.model.qk_rope_dim, 64);
   EXPECT_EQ(s.cache.num_blocks, 64);
   EXPECT_EQ(s.cache.block_size, 16);
   EXPECT_EQ(s.cache.dtype, DType::bf16);
   EXPECT_EQ(s.cache.layout, KvLayout::plain);
+  EXPECT_EQ(s.cache.pool, PoolKind::separate);
+  EXPECT_EQ(s.cache.k_scale, 1.0f);
+  EXPECT_EQ(s.cache.v_scale, 1.0f);
   EXPECT_EQ(s.engine.max_running_requests, 8);
   EXPECT_EQ(s.engine.max_tokens_per_step, 256);
   EXPECT_TRUE(s.engine.prefix_caching);
@@ -135,6 +141,66 @@ TEST(ParseScenario, MinimalScenarioGetsEveryDefault) {
   EXPECT_EQ(s.expect, Expectation::clean);
 }
 
+// Every field of the MLA / linear-attention / fp8 part of the format, set at once.
+constexpr std::string_view kHybridFp8 = R"({
+  "format": 1,
+  "model": {"layers": ["attention", "linear", "mla", "linear"], "kv_lora_rank": 128,
+            "qk_rope_dim": 0},
+  "cache": {"dtype": "fp8_e4m3", "layout": "interleaved", "pool": "hybrid", "k_scale": 0.25,
+            "v_scale": 4},
+  "engine": {"prefix_caching": false}
+})";
+
+TEST(ParseScenario, HybridFp8ScenarioSetsEveryNewField) {
+  const Scenario s = parse_ok(kHybridFp8);
+  EXPECT_EQ(s.model.layers, (std::vector<LayerKind>{LayerKind::attention, LayerKind::linear,
+                                                    LayerKind::mla, LayerKind::linear}));
+  EXPECT_EQ(s.model.kv_lora_rank, 128);
+  EXPECT_EQ(s.model.qk_rope_dim, 0);  // an MLA without a positional key part
+  EXPECT_EQ(s.cache.dtype, DType::fp8_e4m3);
+  EXPECT_EQ(s.cache.layout, KvLayout::interleaved);
+  EXPECT_EQ(s.cache.pool, PoolKind::hybrid);
+  EXPECT_EQ(s.cache.k_scale, 0.25f);
+  EXPECT_EQ(s.cache.v_scale, 4.0f);  // an integral number is a number too
+  EXPECT_FALSE(s.engine.prefix_caching);
+}
+
+TEST(ParseScenario, MlaLayersGetTheDefaultDimensions) {
+  const Scenario s = parse_ok(R"({"format": 1, "model": {"layers": ["mla", "mla"]}})");
+  EXPECT_EQ(s.model.layers, std::vector<LayerKind>(2, LayerKind::mla));
+  EXPECT_EQ(s.model.kv_lora_rank, 512);
+  EXPECT_EQ(s.model.qk_rope_dim, 64);
+  EXPECT_EQ(s.cache.pool, PoolKind::separate);
+}
+
+TEST(ParseScenario, MlaDimensionsAtTheirBounds) {
+  const Scenario lo = parse_ok(R"({"format": 1, "model": {"layers": ["mla"], "kv_lora_rank": 2,
+                                                          "qk_rope_dim": 0}})");
+  EXPECT_EQ(lo.model.kv_lora_rank, 2);
+  EXPECT_EQ(lo.model.qk_rope_dim, 0);
+  const Scenario hi = parse_ok(R"({"format": 1, "model": {"layers": ["mla"],
+                                                          "kv_lora_rank": 1024,
+                                                          "qk_rope_dim": 256}})");
+  EXPECT_EQ(hi.model.kv_lora_rank, 1024);
+  EXPECT_EQ(hi.model.qk_rope_dim, 256);
+}
+
+TEST(ParseScenario, HybridPoolWithoutAttentionLayersMayKeepThePlainLayout) {
+  // Only attention layers split a block into K and V; MLA caches one latent row per token.
+  const Scenario s = parse_ok(R"({"format": 1, "model": {"layers": ["mla", "linear"]},
+                                  "cache": {"pool": "hybrid"},
+                                  "engine": {"prefix_caching": false}})");
+  EXPECT_EQ(s.cache.pool, PoolKind::hybrid);
+  EXPECT_EQ(s.cache.layout, KvLayout::plain);
+}
+
+TEST(ParseScenario, Fp8ScalesKeepTheirFloatValue) {
+  const Scenario s = parse_ok(R"({"format": 1, "cache": {"dtype": "fp8_e4m3",
+                                  "k_scale": 0.0625, "v_scale": 1.7014118346046923e+38}})");
+  EXPECT_EQ(s.cache.k_scale, 0.0625f);
+  EXPECT_EQ(s.cache.v_scale, 0x1p127f);  // the largest power of two a float holds
+}
+
 TEST(ParseScenario, NameDefaultsWithoutAPath) {
   EXPECT_EQ(parse_ok(R"({"format": 1})").name, "scenario");
 }
@@ -155,11 +221,24 @@ TEST(ParseScenario, CacheExactlyLargeEnoughForTheLongestRequest) {
             6);
 }
 
+TEST(ParseScenario, CacheExactlyLargeEnoughWithAStateBlock) {
+  // 5 KV blocks + 1 block of linear-attention state + the null block: 7 is the smallest pool.
+  EXPECT_EQ(parse_ok(R"({"format": 1, "model": {"layers": ["linear", "mla"]},
+                         "cache": {"pool": "hybrid", "num_blocks": 7, "block_size": 16},
+                         "engine": {"prefix_caching": false},
+                         "workload": {"prompt_len": [8, 64], "new_tokens": [1, 16]}})")
+                .cache.num_blocks,
+            7);
+}
+
 TEST(ParseScenario, EnumsPrintAsTheyAreSpelt) {
   EXPECT_STREQ(to_string(LayerKind::mla), "mla");
   EXPECT_STREQ(to_string(DType::bf16), "bf16");
   EXPECT_STREQ(to_string(DType::fp8_e4m3), "fp8_e4m3");
+  EXPECT_STREQ(to_string(LayerKind::linear), "linear");
   EXPECT_STREQ(to_string(KvLayout::interleaved), "interleaved");
+  EXPECT_STREQ(to_string(PoolKind::separate), "separate");
+  EXPECT_STREQ(to_string(PoolKind::hybrid), "hybrid");
   EXPECT_STREQ(to_string(GraphMode::decode), "decode");
   EXPECT_STREQ(to_string(PoisonPattern::random_bits), "random");
   EXPECT_STREQ(to_string(Expectation::corrupt), "corrupt");

@@ -87,10 +87,14 @@ std::optional<Probe> probe_for(const Json& schema, const Json& raw, const std::s
     return Probe{"x", pointer,
                  fmt::format("expected an integer from {} to {}", node["minimum"].dump(),
                              node["maximum"].dump())};
-  if (type == "number")
+  if (type == "number" && node.contains("exclusiveMaximum"))
     return Probe{"x", pointer,
                  fmt::format("expected a number greater than {} and less than {}",
                              node["exclusiveMinimum"].dump(), node["exclusiveMaximum"].dump())};
+  if (type == "number")  // a float: bounded by the largest one
+    return Probe{"x", pointer,
+                 fmt::format("expected a finite number greater than {} and at most {}",
+                             node["exclusiveMinimum"].dump(), node["maximum"].dump())};
   if (type == "boolean") return Probe{"x", pointer, "expected true or false"};
   if (type == "string") return Probe{1, pointer, "expected a string"};
   if (type == "array") {
@@ -149,17 +153,42 @@ TEST(SchemaSync, EveryLeafHasTheParsersTypeRangeAndChoices) {
   EXPECT_EQ(probed + 1, static_cast<int>(leaves.size()));
 }
 
-TEST(SchemaSync, SchemaDefaultsParse) {
-  // Every documented default, written out explicitly, is a valid scenario on its own.
-  const Json schema = load_schema();
+// The keys that may only be written for some models; their defaults are checked in one that has
+// what they apply to.
+const std::set<std::string> kMlaOnly = {"/model/kv_lora_rank", "/model/qk_rope_dim"};
+
+Json documented_defaults(const Json& schema, bool with_mla_only) {
   std::vector<std::pair<std::string, Json>> leaves;
   collect_leaves(schema, schema, "", leaves);
   Json doc = {{"format", 1}};
   for (const auto& [pointer, node] : leaves)
-    if (node.contains("default")) doc[Json::json_pointer(pointer)] = node["default"];
+    if (node.contains("default") && (with_mla_only || !kMlaOnly.contains(pointer)))
+      doc[Json::json_pointer(pointer)] = node["default"];
+  return doc;
+}
+
+TEST(SchemaSync, SchemaDefaultsParse) {
+  // Every documented default, written out explicitly, is a valid scenario on its own...
+  const Json schema = load_schema();
+  const Json doc = documented_defaults(schema, false);
   const auto r = parse_scenario(doc.dump(), "");
-  EXPECT_TRUE(std::holds_alternative<Scenario>(r))
+  ASSERT_TRUE(std::holds_alternative<Scenario>(r))
       << format_error(std::get<ScenarioError>(r), "<defaults>");
+  const Scenario& defaults = std::get<Scenario>(r);
+  const Scenario empty = std::get<Scenario>(parse_scenario(R"({"format": 1})", ""));
+  EXPECT_EQ(defaults.cache.pool, empty.cache.pool);
+  EXPECT_EQ(defaults.cache.dtype, empty.cache.dtype);
+
+  // ...and the MLA-only defaults are valid, and the parser's own, in a model with an mla layer.
+  Json mla = documented_defaults(schema, true);
+  mla["model"]["layers"] = {"attention", "mla"};
+  const auto m = parse_scenario(mla.dump(), "");
+  ASSERT_TRUE(std::holds_alternative<Scenario>(m))
+      << format_error(std::get<ScenarioError>(m), "<mla defaults>");
+  EXPECT_EQ(std::get<Scenario>(m).model.kv_lora_rank, empty.model.kv_lora_rank);
+  EXPECT_EQ(std::get<Scenario>(m).model.qk_rope_dim, empty.model.qk_rope_dim);
+  for (const auto& pointer : kMlaOnly)
+    EXPECT_TRUE(mla.contains(Json::json_pointer(pointer))) << pointer << " has no default";
 }
 
 }  // namespace
