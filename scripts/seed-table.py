@@ -28,7 +28,7 @@ def fmt_err(e):
 
 print(f"Device: {device}. Command: `scripts/seed-table.py {' '.join(sys.argv[1:])}`".rstrip())
 print()
-print("| seed scenario | regression | run | epoch | clean requests | non-finite | max rel err | ms/step | zero-init ms/step |")
+print("| seed scenario | regression | run | epoch | clean requests | non-finite | max rel err | us/step | zero-init us/step |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for path in sorted(glob.glob(os.path.join(root, "scenarios", "seeds", "*.json"))):
     name = os.path.basename(path)[:-5]
@@ -43,5 +43,5 @@ for path in sorted(glob.glob(os.path.join(root, "scenarios", "seeds", "*.json"))
             zero = e["zero_init_seconds"]
             print(f"| {name} | {reg} | {label} ({res['verdict']}) | {e['epoch']} | "
                   f"{e['clean_request_fraction']:.3f} | {e['nonfinite_outputs']} | "
-                  f"{fmt_err(e['max_rel_error'])} | {1e3 * e['forward_seconds'] / steps:.3f} | "
-                  f"{(f'{1e3 * zero / steps:.3f}' if zero > 0 else '-')} |")
+                  f"{fmt_err(e['max_rel_error'])} | {1e6 * e['forward_seconds'] / steps:.1f} | "
+                  f"{(f'{1e6 * zero / steps:.2f}' if zero > 0 else '-')} |")

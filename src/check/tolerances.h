@@ -16,18 +16,21 @@
 
 namespace kv {
 
-// Measured with scripts/measure-tolerances.py (20 seeds x 8 scenarios per dtype, results/
-// tolerances.md): the largest clean error was 9.5e-4 (f32), 1.04e-2 (f16), 1.35e-2 (bf16). The
-// f16/bf16 worst cases are single-key rows of layer 1 (position 0: the output is one V row, no
-// averaging), where a V element one cache-ulp apart flips one fp8 step of layer 0's output and
-// moves layer 1's inputs. The defaults keep about 3x (f16/bf16) and 10x (f32) headroom; the
-// smallest corruption the regression scenarios produce at their first failure is 6.7e-2.
+// Measured with scripts/measure-tolerances.py (20 seeds x 14 scenarios per dtype: smoke, the
+// regression and the seed scenarios; results/tolerances.md): the largest clean error was 1.9e-3
+// (f32), 8.5e-3 (f16), 2.26e-2 (bf16), 2.1e-2 (fp8 e4m3, k_scale 1/16, v_scale 1/4). The worst
+// cases are linear-attention rows of the hybrid seed-000 model: a linear layer integrates every
+// earlier position's inputs into its state, so the upstream layers' cache-dtype rounding noise
+// accumulates there instead of averaging out. Attention and MLA rows stay below 1e-2. The
+// defaults keep 5x (f32), 4.7x (f16), 1.8x (bf16) and 2.9x (fp8) headroom; the smallest
+// corruption the regression scenarios produce at their first failure is 6.7e-2, most are NaN or
+// of order 1.
 inline double default_drift_tolerance(DType cache_dtype) {
   switch (cache_dtype) {
     case DType::f32: return 1e-2;
     case DType::f16: return 4e-2;
     case DType::bf16: return 4e-2;
-    case DType::fp8_e4m3: return 8e-2;  // not yet measured: fp8 caches arrive with the MLA work
+    case DType::fp8_e4m3: return 6e-2;
   }
   return 4e-2;
 }

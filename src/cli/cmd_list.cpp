@@ -27,16 +27,18 @@ struct OpInfo {
 const std::vector<OpInfo>& all_ops() {
   static const std::vector<OpInfo> ops = {
       {"write_kv", "store the step's K/V rows into their cache slots (padded rows skipped)"},
-      {"paged_decode", "split-KV decode over the paged cache, tile by tile, with a state merge"},
+      {"paged_decode", "split-KV decode over the paged cache, tile by tile, with a state merge; "
+                       "MLA decode is this op over the one-head latent cache (v_dim = rank)"},
       {"gather_kv", "copy a sequence's cached context into a contiguous workspace by strides"},
       {"varlen_attention", "causal attention over the new tokens of variable-length prefills"},
       {"merge_states", "combine two attention partials by their log-sum-exp weights"},
+      {"linear_attention", "gated linear attention over per-request f32 state blocks of the pool"},
       {"zero_blocks", "zero newly allocated cache blocks (the zero-on-allocation policy)"},
       {"poison_blocks", "fill freed blocks with NaN/Inf/random bits, as stale memory holds"},
       {"quant_fp8", "dynamic fp8 quantisation with a batch-wide amax"},
       {"embed", "token ids to hidden states"},
       {"rms_norm", "RMS normalisation of hidden states"},
-      {"linear", "dense projection (q/k/v, output, LM head)"},
+      {"linear", "dense projection (q/k/v, output, LM head; grouped: MLA's per-head up-projection)"},
       {"argmax", "greedy next token from the logits"},
   };
   return ops;

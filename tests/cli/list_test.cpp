@@ -19,8 +19,8 @@ TEST_F(ListCommand, NamesEveryRegressionOpAndDevice) {
     EXPECT_TRUE(contains(r.out, std::string(reg.bug_class))) << reg.bug_class;
   }
   for (const char* op : {"write_kv", "paged_decode", "gather_kv", "varlen_attention",
-                         "merge_states", "zero_blocks", "poison_blocks", "quant_fp8", "embed",
-                         "rms_norm", "linear", "argmax"})
+                         "merge_states", "linear_attention", "zero_blocks", "poison_blocks",
+                         "quant_fp8", "embed", "rms_norm", "linear", "argmax"})
     EXPECT_TRUE(contains(r.out, op)) << op;
   EXPECT_TRUE(contains(r.out, "host")) << r.out;
   EXPECT_TRUE(contains(r.out, "cuda")) << r.out;
