@@ -37,7 +37,7 @@ TEST_F(ListCommand, JsonMatchesTheRegistry) {
     EXPECT_FALSE(doc["regressions"][i]["models"].get<std::string>().empty());
     EXPECT_FALSE(doc["regressions"][i]["bug_class"].get<std::string>().empty());
   }
-  EXPECT_EQ(doc["ops"].size(), 12u);
+  EXPECT_EQ(doc["ops"].size(), 13u);
   ASSERT_EQ(doc["devices"].size(), 2u);
   EXPECT_EQ(doc["devices"][0]["name"], "host");
   EXPECT_EQ(doc["devices"][0]["available"], true);
