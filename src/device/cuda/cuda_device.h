@@ -1,0 +1,104 @@
+// cuda_device.h — the CUDA device: the ops of kernels/cuda on one GPU, with the memory and graph
+// semantics of the host device (src/device/device.h), so a scenario means the same on both.
+//
+// Execution: one non-blocking stream; every op is an asynchronous launch on it, followed by a
+// cudaGetLastError check that names the op. synchronize() waits for the stream; an error that
+// happens inside a kernel surfaces there, naming the ops launched since the previous synchronize.
+//
+// Memory: CudaAllocator (256-byte size classes, released bytes survive into the next alloc of the
+// class, fresh memory zeroed, graph-private pools while capturing). upload / download are a copy on
+// the stream plus a wait; they are refused (DeviceError) while a graph is being captured: a copy
+// from pageable host memory cannot be captured, and a captured copy would replay stale host data.
+// fill() is immediate like the host's (a kernel on the stream; while capturing, on the side
+// stream and waited for, so it is never recorded). memset_async is captured like an op.
+//
+// Graphs: real CUDA graphs. begin_capture = cudaStreamBeginCapture (relaxed mode: cudaMalloc is
+// legal inside it), end_capture = cudaStreamEndCapture + cudaGraphInstantiate, replay =
+// cudaGraphLaunch. A graph holds the descriptors' pointers by value, as the host emulation does.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/cuda/cuda_allocator.h"
+#include "device/device.h"
+
+namespace kv {
+
+class CudaDevice : public Device {
+ public:
+  // `ordinal` -1: the current CUDA device (0 unless the thread chose another).
+  explicit CudaDevice(int ordinal = -1);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  std::string name() const override { return "cuda"; }
+
+  void* alloc(size_t bytes) override;
+  void release(void* p) override;
+  void upload(void* dst, const void* src, size_t bytes) override;
+  void download(void* dst, const void* src, size_t bytes) override;
+  void fill(void* dst, size_t bytes, FillPattern pattern, uint64_t seed) override;
+
+  void write_kv(const WriteKvArgs& a) override;
+  void paged_decode(const PagedDecodeArgs& a) override;
+  void gather_kv(const GatherKvArgs& a) override;
+  void varlen_attention(const VarlenAttnArgs& a) override;
+  void merge_states(const MergeStatesArgs& a) override;
+  void linear_attention(const LinearAttnArgs& a) override;
+  void fill_blocks(const FillBlocksArgs& a) override;
+  void quant_fp8(const QuantFp8Args& a) override;
+  void embed(const EmbedArgs& a) override;
+  void rms_norm(const RmsNormArgs& a) override;
+  void linear(const LinearArgs& a) override;
+  void argmax(const ArgmaxArgs& a) override;
+  void memset_async(void* dst, size_t bytes, FillPattern pattern) override;
+
+  void begin_capture() override;
+  GraphId end_capture() override;
+  void replay(GraphId g) override;
+  void synchronize() override;
+
+  // Free GPU memory now (cudaMemGetInfo), not counting kvcheck's released buffers: what an engine
+  // can still allocate fresh before it must fit into what it already holds.
+  size_t free_bytes() const;
+  size_t total_bytes() const;
+  // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)", for logs and result files.
+  std::string description() const;
+
+  bool capturing() const { return capturing_; }
+  size_t live_buffers() const { return alloc_->live_buffers(); }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  // Launch one op: remember its name, run the launcher, check the launch.
+  template <class Args>
+  void launch(const char* op, void (*launcher)(const Args&, cudaStream_t), const Args& a);
+  void note_op(const char* op);
+  std::string pending_ops() const;  // ops launched since the last synchronize, for messages
+  void refuse_while_capturing(const char* what) const;
+
+  int ordinal_ = 0;
+  cudaStream_t stream_ = nullptr;  // every op
+  cudaStream_t side_ = nullptr;    // never captured: zeroing fresh memory, fill() while capturing
+  std::unique_ptr<CudaAllocator> alloc_;
+  std::vector<cudaGraph_t> graphs_;
+  std::vector<cudaGraphExec_t> execs_;
+  std::vector<std::vector<const char*>> graph_ops_;  // per graph: the ops it recorded
+  std::vector<const char*> recording_;               // ops of the graph being captured
+  std::deque<const char*> pending_;                  // the last ops launched since synchronize
+  size_t pending_dropped_ = 0;
+  bool capturing_ = false;
+};
+
+// Whether the CUDA runtime sees a GPU: cudaGetDeviceCount > 0. Never throws; false when the driver
+// is missing or too old. (Also declared by src/cli/device_factory.cpp.)
+bool cuda_gpu_present();
+std::unique_ptr<Device> make_cuda_device();
+
+}  // namespace kv

@@ -1,0 +1,27 @@
+// cuda_factory.cpp — the two entry points src/cli/device_factory.cpp uses: is there a GPU, and a
+// CudaDevice on it. Kept apart from CudaDevice so the probe is obviously free of side effects.
+#include <memory>
+
+#include "device/cuda/cuda_device.h"
+
+namespace kv {
+
+bool cuda_gpu_present() {
+  try {
+    int n = 0;
+    // Without a driver (or with one too old for this runtime) this returns an error such as
+    // cudaErrorNoDevice or cudaErrorInsufficientDriver instead of a count: no GPU for kvcheck.
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return n > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::unique_ptr<Device> make_cuda_device() { return std::make_unique<CudaDevice>(); }
+
+}  // namespace kv
