@@ -58,8 +58,10 @@ run_step() {
 # ctest_summary LOG: "N passed, M failed, K skipped" from a ctest log.
 ctest_summary() {
   local log=$1 total failed_n skipped
-  total=$(grep -oE 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | grep -oE '[0-9]+$')
-  failed_n=$(grep -oE '[0-9]+ tests failed out of' "$log" | grep -oE '^[0-9]+')
+  # ctest says "100% tests passed out of N" or "97% tests passed, M tests failed out of N".
+  total=$(grep -E 'tests passed' "$log" | tail -1 | grep -oE '[0-9]+$')
+  failed_n=$(grep -E 'tests passed' "$log" | tail -1 | grep -oE '[0-9]+ tests failed' | grep -oE '^[0-9]+')
+  [ -n "$total" ] && failed_n=${failed_n:-0}
   skipped=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Skipped' "$log")
   echo "${total:-?} tests, ${failed_n:-?} failed, ${skipped} skipped"
 }

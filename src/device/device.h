@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +31,8 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;  // "host" or "cuda"
+  // Bytes the device can still hand out, when it knows (a GPU); nullopt when it does not (host).
+  virtual std::optional<size_t> free_bytes() const { return std::nullopt; }
 
   // ---- memory ----
   virtual void* alloc(size_t bytes) = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 namespace kv {
 FillPattern to_fill(PoisonPattern p) {
   switch (p) {
@@ -107,6 +109,13 @@ void ModelRunner::allocate_buffers() {
   const size_t splits = static_cast<size_t>(limits_.max_decode_splits);
 
   cache_plan_ = plan_cache_layout(m, c);
+  // Refuse before allocating: the KV cache dominates what a scenario needs on the device.
+  if (const auto free = dev_.free_bytes(); free && cache_plan_.total_bytes() > static_cast<int64_t>(*free))
+    throw DeviceError(fmt::format(
+        "the scenario's KV cache needs {:.2f} GiB ({} blocks of {} tokens, {} layers) but the {} "
+        "device has {:.2f} GiB free: lower cache.num_blocks",
+        cache_plan_.total_bytes() / 1073741824.0, c.num_blocks, c.block_size, m.layers.size(),
+        dev_.name(), *free / 1073741824.0));
   for (int64_t bytes : cache_plan_.buffer_bytes)
     caches_.emplace_back(dev_, static_cast<size_t>(bytes));
   for (size_t l = 0; l < layers_.size(); ++l) {

@@ -1,5 +1,7 @@
 // run_test.cpp — `kvcheck run` end to end on the host: exit codes 0/1/3/125, the result file,
 // --json, and that the overrides reach the run.
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -102,7 +104,15 @@ TEST_F(RunCommand, OneMismatchAmongSeveralExits1) {
   EXPECT_TRUE(contains(r.out, "scenario: poison"));
 }
 
+// Hides every GPU from the kvcheck processes a test starts, so that "no GPU" is tested on a GPU
+// machine too (CUDA reads CUDA_VISIBLE_DEVICES when the runtime starts).
+struct NoVisibleGpu {
+  NoVisibleGpu() { setenv("CUDA_VISIBLE_DEVICES", "", 1); }
+  ~NoVisibleGpu() { unsetenv("CUDA_VISIBLE_DEVICES"); }
+};
+
 TEST_F(RunCommand, CudaWithoutCudaExits3WithAHintAndWritesNothing) {
+  const NoVisibleGpu hide;
   write("tiny.json", kTinyScenario);
   CliRun r = kvcheck("run tiny.json --device cuda --out out");
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -111,6 +121,7 @@ TEST_F(RunCommand, CudaWithoutCudaExits3WithAHintAndWritesNothing) {
 }
 
 TEST_F(RunCommand, BisectTurnsCannotRunInto125) {
+  const NoVisibleGpu hide;
   write("tiny.json", kTinyScenario);
   EXPECT_EQ(kvcheck("run tiny.json --device cuda --bisect").exit_code, 125);
   // ...but leaves the other codes alone.

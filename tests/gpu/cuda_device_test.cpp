@@ -21,8 +21,8 @@ std::vector<unsigned char> pattern_bytes(size_t n, unsigned char salt) {
 TEST_F(GpuDevice, ProbeAndName) {
   EXPECT_TRUE(cuda_gpu_present());
   EXPECT_EQ(cuda_->name(), "cuda");
-  EXPECT_GT(cuda_->free_bytes(), 0u);
-  EXPECT_LE(cuda_->free_bytes(), cuda_->total_bytes());
+  EXPECT_GT(cuda_->free_bytes().value_or(0), 0u);
+  EXPECT_LE(cuda_->free_bytes().value_or(0), cuda_->total_bytes());
   std::printf("device: %s\n", cuda_->description().c_str());
 }
 

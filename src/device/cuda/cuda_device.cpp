@@ -213,7 +213,7 @@ void CudaDevice::synchronize() {
 
 // ---- information ----
 
-size_t CudaDevice::free_bytes() const {
+std::optional<size_t> CudaDevice::free_bytes() const {
   size_t free_b = 0, total_b = 0;
   KV_CUDA_CHECK("free_bytes", cudaMemGetInfo(&free_b, &total_b));
   return free_b;

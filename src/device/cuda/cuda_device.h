@@ -66,7 +66,7 @@ class CudaDevice : public Device {
 
   // Free GPU memory now (cudaMemGetInfo), not counting kvcheck's released buffers: what an engine
   // can still allocate fresh before it must fit into what it already holds.
-  size_t free_bytes() const;
+  std::optional<size_t> free_bytes() const override;
   size_t total_bytes() const;
   // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)", for logs and result files.
   std::string description() const;
