@@ -64,7 +64,7 @@ __global__ void quantise_kernel(QuantFp8Args a) {
     const int64_t r = e / a.cols, c = e % a.cols;
     const int64_t idx = r * a.row_stride + c;
     const float x = a.x[idx];
-    a.y[idx] = (amax == 0.0f) ? x : fp8_e4m3_to_f32(f32_to_fp8_e4m3(x / scale)) * scale;
+    a.y[idx] = (amax == 0.0f) ? x : round_through_scaled(x, DType::fp8_e4m3, scale);
   }
 }
 

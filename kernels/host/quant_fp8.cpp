@@ -33,7 +33,7 @@ void quant_fp8(const QuantFp8Args& a) {
       continue;
     }
     for (int32_t c = 0; c < a.cols; ++c)
-      y[c] = fp8_e4m3_to_f32(f32_to_fp8_e4m3(x[c] / scale)) * scale;
+      y[c] = round_through_scaled(x[c], DType::fp8_e4m3, scale);
   }
 }
 

@@ -11,11 +11,6 @@ namespace {
 // blocks being zeroed (our paged decode works that way, like FlashMLA).
 bool multiplies_whole_tile(LayerKind k) { return k == LayerKind::attention || k == LayerKind::mla; }
 
-bool has_linear_layers(const Scenario& s) {
-  return std::find(s.model.layers.begin(), s.model.layers.end(), LayerKind::linear) !=
-         s.model.layers.end();
-}
-
 std::vector<LayerKind> intersect(const std::vector<LayerKind>& a, std::initializer_list<LayerKind> b) {
   std::vector<LayerKind> out;
   for (LayerKind k : a)
@@ -64,10 +59,13 @@ void Engine::apply_block_events(const Scheduler& sched) {
   // per KV-cache group): KV blocks in the attention-like layers the policy lists, state blocks in
   // the linear layers if it lists "linear".
   std::vector<int32_t> fresh_kv, fresh_state;
-  std::vector<uint8_t> is_state(pool_.num_blocks(), 0);
-  for (const Request* r : sched.running())
-    if (r->state_block >= 0) is_state[r->state_block] = 1;
-  for (int32_t b : pool_.take_newly_allocated()) (is_state[b] ? fresh_state : fresh_kv).push_back(b);
+  const auto& running = sched.running();
+  const bool hybrid = has_layer(s_.model, LayerKind::linear);
+  auto is_state = [&](int32_t b) {  // a few new blocks against at most max_running requests
+    return hybrid && std::any_of(running.begin(), running.end(),
+                       [b](const Request* r) { return r->state_block == b; });
+  };
+  for (int32_t b : pool_.take_newly_allocated()) (is_state(b) ? fresh_state : fresh_kv).push_back(b);
   const std::vector<LayerKind> kinds = zeroed_kinds();
   runner_.fill_blocks(fresh_kv, FillPattern::zero,
                       intersect(kinds, {LayerKind::attention, LayerKind::mla}), 0);
@@ -76,7 +74,7 @@ void Engine::apply_block_events(const Scheduler& sched) {
 
 EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
   EpochCounters c;
-  Scheduler sched(s_.engine, s_.cache.block_size, pool_, has_linear_layers(s_) ? 1 : 0);
+  Scheduler sched(s_.engine, s_.cache.block_size, pool_, has_layer(s_.model, LayerKind::linear) ? 1 : 0);
   const RunnerTiming timing_before = runner_.timing();
   for (auto& r : requests) sched.add(&r);
   const int64_t allocations_before = pool_.num_allocations();

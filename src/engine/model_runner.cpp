@@ -30,10 +30,6 @@ DeviceBuffer upload_new(Device& dev, const std::vector<T>& v) {
   return b;
 }
 
-bool has_kind(const ModelSpec& m, LayerKind k) {
-  return std::find(m.layers.begin(), m.layers.end(), k) != m.layers.end();
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -49,9 +45,9 @@ ModelRunner::ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev,
   hidden_ = m.hidden_size;
   latent_dim_ = m.kv_lora_rank + m.qk_rope_dim;
   q_width_max_ = q_dim_;
-  kv_width_max_ = has_kind(m, LayerKind::linear) ? q_dim_ : m.num_kv_heads * D;
+  kv_width_max_ = has_layer(m, LayerKind::linear) ? q_dim_ : m.num_kv_heads * D;
   head_out_max_ = D;
-  if (has_kind(m, LayerKind::mla)) {
+  if (has_layer(m, LayerKind::mla)) {
     q_width_max_ = std::max(q_width_max_, H * latent_dim_);
     kv_width_max_ = std::max(kv_width_max_, latent_dim_);
     head_out_max_ = std::max(head_out_max_, m.kv_lora_rank);
@@ -208,6 +204,11 @@ float* ModelRunner::mixer_out(LayerBuffers& L) {
   return L.kind == LayerKind::mla ? latent_out_.as<float>() : L.attn_out.as<float>();
 }
 
+size_t ModelRunner::mixer_width(const LayerBuffers& L) const {
+  return L.kind == LayerKind::mla ? static_cast<size_t>(s_.model.num_q_heads) * s_.model.kv_lora_rank
+                                  : static_cast<size_t>(q_dim_);
+}
+
 void ModelRunner::poison_outputs(const StepPlan& p) {
   const size_t rows = static_cast<size_t>(p.padded_rows);
   const size_t H = static_cast<size_t>(s_.model.num_q_heads);
@@ -224,7 +225,7 @@ void ModelRunner::poison_outputs(const StepPlan& p) {
     const FillPattern pat = to_fill(f.padded_rows);
     const size_t pad = static_cast<size_t>(p.padded_rows - p.num_rows);
     for (auto& L : layers_) {
-      const size_t width = L.kind == LayerKind::mla ? H * s_.model.kv_lora_rank : q_dim_;
+      const size_t width = mixer_width(L);
       dev_.fill(mixer_out(L) + static_cast<size_t>(p.num_rows) * width, pad * width * sizeof(float),
                 pat, 4);
     }
@@ -234,11 +235,9 @@ void ModelRunner::poison_outputs(const StepPlan& p) {
 // The seed-001 mitigation: zero the attention ops' output buffers before they run, so that rows
 // no kernel writes (graph padding) hold zeros instead of stale bytes. Costs a memset per layer.
 void ModelRunner::zero_init_outputs(int32_t rows) {
-  const size_t H = static_cast<size_t>(s_.model.num_q_heads);
   for (auto& L : layers_) {
     if (L.kind == LayerKind::linear) continue;
-    const size_t width = L.kind == LayerKind::mla ? H * s_.model.kv_lora_rank : q_dim_;
-    dev_.memset_async(mixer_out(L), static_cast<size_t>(rows) * width * sizeof(float),
+    dev_.memset_async(mixer_out(L), static_cast<size_t>(rows) * mixer_width(L) * sizeof(float),
                       FillPattern::zero);
   }
 }

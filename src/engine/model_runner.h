@@ -97,6 +97,7 @@ class ModelRunner {
                        const int32_t* meta_dev, const float* k_new, const float* v_new,
                        float* out);
   float* mixer_out(LayerBuffers& L);  // what the attention op writes (mla: the latent output)
+  size_t mixer_width(const LayerBuffers& L) const;  // floats per row of mixer_out
 
   const Scenario& s_;
   Device& dev_;

@@ -14,6 +14,15 @@ void append_block_row(std::vector<int32_t>& table, const std::vector<int32_t>& b
   std::copy_n(blocks.begin(), std::min<size_t>(blocks.size(), stride), table.begin() + at);
 }
 
+// The metadata buffer's contents (kDecodeMetaHeader) for one chunk size: padded rows get 0 splits.
+std::vector<int32_t> split_meta(const std::vector<int32_t>& seq_lens, int32_t chunk) {
+  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
+  meta[0] = chunk;
+  for (size_t r = 0; r < seq_lens.size(); ++r)
+    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
+  return meta;
+}
+
 void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
   for (int32_t r = p.num_rows; r < p.padded_rows; ++r) {
     p.tokens.push_back(0);
@@ -50,12 +59,7 @@ std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, in
   int32_t longest = 0;
   for (int32_t s : seq_lens) longest = std::max(longest, s);
   const int32_t blocks = std::max(1, ceil_div(longest, block_size));
-  const int32_t chunk = ceil_div(blocks, max_splits) * block_size;
-  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
-  meta[0] = chunk;
-  for (size_t r = 0; r < seq_lens.size(); ++r)
-    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
-  return meta;
+  return split_meta(seq_lens, ceil_div(blocks, max_splits) * block_size);
 }
 
 std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens,
@@ -70,12 +74,7 @@ std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens
   const auto balanced = static_cast<int32_t>((total_blocks + kFp8WorkParts - 1) / kFp8WorkParts);
   // At least what keeps the longest row within max_splits; otherwise an equal share of the work.
   const int32_t chunk_blocks = std::max({1, ceil_div(longest_blocks, max_splits), balanced});
-  const int32_t chunk = chunk_blocks * block_size;
-  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
-  meta[0] = chunk;
-  for (size_t r = 0; r < seq_lens.size(); ++r)
-    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
-  return meta;
+  return split_meta(seq_lens, chunk_blocks * block_size);
 }
 
 StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,

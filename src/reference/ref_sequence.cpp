@@ -9,7 +9,7 @@ namespace kv {
 namespace {
 
 double quant_fp8(double v, float scale) {
-  return fp8_e4m3_to_f32(f32_to_fp8_e4m3(static_cast<float>(v) / scale)) * scale;
+  return round_through_scaled(static_cast<float>(v), DType::fp8_e4m3, scale);
 }
 
 // The engine's value when it is the other code of a near-tie (see kFp8TieWindow), else ours.

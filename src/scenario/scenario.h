@@ -5,6 +5,7 @@
 // default README states; validation guarantees the invariants noted in comments.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -121,6 +122,10 @@ struct Scenario {
   CheckSpec checks;
   Expectation expect = Expectation::clean;
 };
+
+inline bool has_layer(const ModelSpec& m, LayerKind k) {
+  return std::find(m.layers.begin(), m.layers.end(), k) != m.layers.end();
+}
 
 const char* to_string(LayerKind k);
 const char* to_string(DType t);
