@@ -31,11 +31,13 @@ nvidia-smi -L || { echo "bench-decode: no GPU visible (nvidia-smi failed)" >&2; 
 bin="${KVBENCH_BIN:-$repo/build-bench/kvbench_decode}"
 if [ -z "${KVBENCH_BIN:-}" ]; then
   cd "$repo"
+  # The paged decode: the dispatcher paged_decode.cu and one decode_*.cu per path (and the merge).
   srcs=(tests/bench/decode_bench.cu tests/bench/decode_runner.cu tests/bench/decode_check.cu
         tests/bench/bench_fill.cu tests/bench/bench_report.cpp kernels/cuda/paged_decode.cu
-        kernels/host/*.cpp src/engine/step_plan.cpp src/engine/scheduler.cpp
-        src/engine/block_pool.cpp)
-  deps=("${srcs[@]}" tests/bench/*.h kernels/*.cuh kernels/host/*.h src/engine/*.h tests/kernels/kernel_test_support.h)
+        kernels/cuda/decode_*.cu kernels/host/*.cpp src/engine/step_plan.cpp
+        src/engine/scheduler.cpp src/engine/block_pool.cpp)
+  deps=("${srcs[@]}" tests/bench/*.h kernels/*.cuh kernels/cuda/*.cuh kernels/cuda/*.h
+        kernels/host/*.h src/engine/*.h tests/kernels/kernel_test_support.h tests/support/*.h)
   stale=0
   [ -x "$bin" ] || stale=1
   for f in "${deps[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
@@ -48,9 +50,11 @@ if [ -z "${KVBENCH_BIN:-}" ]; then
     pids=()
     for f in "${srcs[@]}"; do
       o="$objdir/$(echo "$f" | tr '/' '_').o"
-      # -Xptxas -v on the kernel file only: its report is the one that matters.
-      extra=(); [ "$f" = kernels/cuda/paged_decode.cu ] && extra=(-Xptxas -v)
-      nvcc -std=c++20 -O3 -arch="$arch" -I"$repo" -I"$repo/src" --expt-relaxed-constexpr \
+      # -Xptxas -v on the decode kernel files only: their report is the one that matters.
+      extra=(); [[ "$f" == kernels/cuda/* ]] && extra=(-Xptxas -v)
+      # wgmma exists only in sm_90a code (as in CMakeLists.txt: this file alone, whatever NVCC_ARCH).
+      archf=(-arch="$arch"); [[ "$f" == kernels/cuda/decode_mla_wgmma.cu ]] && archf=(-gencode=arch=compute_90a,code=sm_90a)
+      nvcc -std=c++20 -O3 "${archf[@]}" -I"$repo" -I"$repo/src" --expt-relaxed-constexpr \
         -lineinfo -Xcompiler=-fno-fast-math "${extra[@]}" -c "$f" -o "$o" >>"$out/build.log" 2>&1 &
       pids+=($!)
     done
@@ -68,11 +72,11 @@ if [ -z "${KVBENCH_BIN:-}" ]; then
 fi
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$bin" 2>/dev/null | awk '
-    /Function :/ { if (f) printf "%-32s LDGSTS.128 %4d  LDG.128 %4d  HMMA %4d  LDSM %4d  LDL/STL %d\n", f, a, b, h, m, l;
-                   f = $3; if (match(f, /decode_[a-z]+_kernel(IL[a-z0-9]+E)?/)) f = substr(f, RSTART, RLENGTH)
-                   a = b = h = m = l = 0 }
-    /LDGSTS.*128/ { a++ } /LDG\.E\.128|LDG\.E\.ENL2\.128/ { b++ } /HMMA/ { h++ } /LDSM/ { m++ } /LDL|STL/ { l++ }
-    END { if (f) printf "%-32s LDGSTS.128 %4d  LDG.128 %4d  HMMA %4d  LDSM %4d  LDL/STL %d\n", f, a, b, h, m, l }' \
+    /Function :/ { if (f) printf "%-32s LDGSTS.128 %4d  LDG.128 %4d  HMMA %4d  HGMMA %4d  LDSM %4d  LDL/STL %d\n", f, a, b, h, w, m, l;
+                   f = $3; if (match(f, /decode_[a-z_]+_kernel(IL[a-z0-9]+E)?/)) f = substr(f, RSTART, RLENGTH)
+                   a = b = h = w = m = l = 0 }
+    /LDGSTS.*128/ { a++ } /LDG\.E\.128|LDG\.E\.ENL2\.128/ { b++ } /HMMA/ { h++ } /HGMMA/ { w++ } /LDSM/ { m++ } /LDL|STL/ { l++ }
+    END { if (f) printf "%-32s LDGSTS.128 %4d  LDG.128 %4d  HMMA %4d  HGMMA %4d  LDSM %4d  LDL/STL %d\n", f, a, b, h, w, m, l }' \
     | grep -i decode > "$out/sass-summary.txt" || true
 fi
 

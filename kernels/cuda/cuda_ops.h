@@ -30,7 +30,7 @@ namespace kv::cuda {
 
 // ---- KV cache ----
 void write_kv(const WriteKvArgs& a, cudaStream_t stream);
-// The production split-KV decode kernel lives in kernels/cuda/paged_decode.cu.
+// The production split-KV decode: kernels/cuda/paged_decode.cu picks a path (decode_*.cu).
 void paged_decode(const PagedDecodeArgs& a, cudaStream_t stream);
 void gather_kv(const GatherKvArgs& a, cudaStream_t stream);
 void fill_blocks(const FillBlocksArgs& a, cudaStream_t stream);

@@ -3,7 +3,7 @@
 // (target kvbench_decode, CUDA builds only); run by scripts/bench-decode.sh.
 //
 //   kvbench_decode [--json FILE] [--batches 1,16,64,128] [--contexts 1024,8192,32768]
-//                  [--splits 1,2,4,...] [--only gqa|mla] [--path automatic|generic|gqa_tc|mla_tc]
+//                  [--splits 1,2,4,...] [--only gqa|mla] [--path automatic|generic|gqa_tc|mla_tc|mla_wgmma]
 //                  [--mla-block-size 64] [--samples 7] [--quick]
 //   kvbench_decode --check [--seed N] [--verbose]
 //

@@ -23,8 +23,10 @@
 #include "engine/step_plan.h"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/decode_bench.h"
-#include "tests/bench/decode_paths.h"
+#include "kernels/cuda/decode_path.h"
+#include "tests/support/decode_tolerance.h"
 #include "tests/kernels/kernel_test_support.h"
+#include "tests/support/row_compare.h"
 
 namespace kv::bench {
 namespace {
@@ -225,24 +227,16 @@ struct DeviceCase {
 
 // Relative L2 of n values against the host's, over the elements both have finite; the NaN/Inf
 // pattern must be identical and nothing may still hold the poison. Returns a problem or "".
+// The comparison itself is test::compare_row (tests/support/row_compare.h, as the GPU tests'
+// close_rows) with floor 0: an all-zero host row is compared by its absolute error.
 std::string compare_vec(const float* dev, const float* host, int n, double tol, double& err) {
-  double num = 0.0, den = 0.0;
-  for (int i = 0; i < n; ++i) {
-    const float d = dev[i], h = host[i];
-    if (test::is_poison(d)) return "element " + std::to_string(i) + " never written";
-    if (std::isnan(h) != std::isnan(d))
-      return "element " + std::to_string(i) + ": host " + std::to_string(h) + " device " +
-             std::to_string(d) + " (NaN pattern differs)";
-    if (std::isinf(h) || std::isinf(d)) {
-      if (h != d) return "element " + std::to_string(i) + ": Inf pattern differs";
-      continue;
-    }
-    if (std::isnan(h)) continue;
-    num += (double(d) - h) * (double(d) - h);
-    den += double(h) * h;
-  }
-  err = den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (!(err <= tol)) return "relative L2 error " + std::to_string(err) + " > " + std::to_string(tol);
+  for (int i = 0; i < n; ++i)
+    if (test::is_poison(dev[i])) return "element " + std::to_string(i) + " never written";
+  const test::RowCheck r = test::compare_row(host, dev, static_cast<size_t>(n), tol, 0.0);
+  if (r.bad_element != test::RowCheck::kNoElement)
+    return "element " + std::to_string(r.bad_element) + ": " + r.why;
+  err = r.err;
+  if (!r.ok) return "relative L2 error " + std::to_string(err) + " > " + std::to_string(tol);
   return "";
 }
 
@@ -293,18 +287,12 @@ std::string compare_case(const HostCase& h, const std::vector<float>& out,
   return "";
 }
 
-// Tolerance of each path against the host, relative L2 per (row, head). generic and gqa_tc are
-// float32 (gqa_tc through bf16 hi + lo operands: ~1e-6 seen in reasoning, 2^-17 per operand);
-// mla_tc rounds q and p to bf16 (fp8 caches: f16 with 11 bits), as FlashMLA does.
-double tolerance(DecodePath p, const Spec& s) {
-  if (p != DecodePath::mla_tc) return 1e-4;
-  return s.dtype == DType::fp8_e4m3 ? 5e-3 : 2e-2;
-}
+double tolerance(DecodePath p, const Spec& s) { return test::decode_path_tolerance(p, s.dtype); }
 
 struct Tally {
   int passed = 0, failed = 0;
-  int runs[4] = {0, 0, 0, 0};
-  double max_err[4] = {0, 0, 0, 0};
+  int runs[5] = {0, 0, 0, 0, 0};
+  double max_err[5] = {0, 0, 0, 0, 0};
   bool verbose = false;
 
   void fail(const std::string& what) {
@@ -317,7 +305,8 @@ struct Tally {
   }
 };
 
-const DecodePath kPaths[] = {DecodePath::generic, DecodePath::gqa_tc, DecodePath::mla_tc};
+const DecodePath kPaths[] = {DecodePath::generic, DecodePath::gqa_tc, DecodePath::mla_tc,
+                             DecodePath::mla_wgmma};
 
 // Runs every path that accepts the case and compares it with the host run already in `h`.
 // `extra` may check more (the whole-tile NaN expectations); it returns a problem or "".
@@ -642,9 +631,21 @@ int run_decode_check(uint64_t seed, bool verbose) {
   for (DecodePath p : kPaths)
     std::printf("  path %-8s %5d runs, max relative L2 error vs host %.3g (tolerance %s)\n",
                 cuda::decode_path_name(p), t.runs[int(p)], t.max_err[int(p)],
-                p == DecodePath::mla_tc ? "2e-2 bf16 / 5e-3 fp8" : "1e-4");
-  for (DecodePath p : kPaths)
-    if (t.runs[int(p)] == 0) t.fail(std::string("path ") + cuda::decode_path_name(p) + " never ran");
+                cuda::decode_path_rounds_operands(p) ? "2e-2 bf16 / 5e-3 fp8" : "1e-4");
+  // Every path must have run; mla_wgmma only exists on compute capability 9.0 (sm_90a code).
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const bool hopper = major == 9 && minor == 0;
+  for (DecodePath p : kPaths) {
+    if (t.runs[int(p)] != 0) continue;
+    if (p == DecodePath::mla_wgmma && !hopper)
+      std::printf("  path mla_wgmma not run: needs compute capability 9.0, this GPU is %d.%d\n",
+                  major, minor);
+    else
+      t.fail(std::string("path ") + cuda::decode_path_name(p) + " never ran");
+  }
   std::printf("%d passed, %d failed\n", t.passed, t.failed);
   return t.failed;
 }

@@ -13,7 +13,8 @@
 #include "kernels/paged_kv.cuh"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/decode_bench.h"
-#include "tests/bench/decode_paths.h"
+#include "kernels/cuda/decode_path.h"
+#include "tests/support/decode_tolerance.h"
 
 namespace kv::bench {
 
@@ -102,6 +103,7 @@ cuda::DecodePath parse_path(const std::string& p) {
   if (p == "generic") return cuda::DecodePath::generic;
   if (p == "gqa_tc") return cuda::DecodePath::gqa_tc;
   if (p == "mla_tc") return cuda::DecodePath::mla_tc;
+  if (p == "mla_wgmma") return cuda::DecodePath::mla_wgmma;
   return cuda::DecodePath::automatic;
 }
 
@@ -233,7 +235,7 @@ BenchResult run_decode_config(const DecodeShape& s, const RunOptions& opt, doubl
     }
     r.path = cuda::decode_path_name(path);
     // Correctness once, before timing: a split plan that merges (and one that writes directly).
-    r.tolerance = path == cuda::DecodePath::mla_tc ? (s.dtype == DType::fp8_e4m3 ? 5e-3 : 2e-2) : 1e-4;
+    r.tolerance = test::decode_path_tolerance(path, s.dtype);
     const int rows = std::min(opt.check_rows, s.batch);
     for (int ms : {std::min(cap, 8), 1}) {
       std::string problem;

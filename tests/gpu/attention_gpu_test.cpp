@@ -14,7 +14,8 @@
 // tensor cores as FlashMLA does, 2e-2 (bf16 cache) / 5e-3 (fp8 cache) per (row, head).
 #include <sstream>
 
-#include "bench/decode_paths.h"
+#include "kernels/cuda/decode_path.h"
+#include "tests/support/decode_tolerance.h"
 #include "gpu/gpu_test_support.h"
 
 namespace kv::gpu_test {
@@ -266,9 +267,7 @@ TEST_F(GpuAttention, PagedDecodeMatchesHost) {
               return a;
             };
             const cuda::DecodePath path = cuda::decode_path_for(args(Side::cuda));
-            const double tol = path != cuda::DecodePath::mla_tc ? 1e-4
-                               : t == DType::fp8_e4m3       ? 5e-3
-                                                            : 2e-2;
+            const double tol = test::decode_path_tolerance(path, t);
             SCOPED_TRACE(std::string("decode path ") + cuda::decode_path_name(path));
             on_both([&](Device& d, Side s) { d.paged_decode(args(s)); });
             const std::vector<float> ho = get<float>(out, Side::host, out_n);

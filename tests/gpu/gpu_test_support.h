@@ -29,6 +29,7 @@
 #include "device/cuda/cuda_device.h"
 #include "device/host_device.h"
 #include "kernels/kernel_test_support.h"
+#include "tests/support/row_compare.h"
 
 namespace kv::gpu_test {
 
@@ -123,11 +124,10 @@ class GpuTest : public ::testing::Test {
 
 // ---- comparisons -------------------------------------------------------------------------------
 
-inline std::string show(float x) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.9g (0x%08x)", static_cast<double>(x), f32_bits(x));
-  return b;
-}
+// show, same_class and the row comparison behind close_rows: tests/support/row_compare.h, shared
+// with kvbench_decode --check.
+using test::same_class;
+using test::show;
 
 // Bytes equal everywhere.
 inline ::testing::AssertionResult same_bytes(const std::vector<unsigned char>& h,
@@ -140,28 +140,6 @@ inline ::testing::AssertionResult same_bytes(const std::vector<unsigned char>& h
   return ::testing::AssertionFailure()
          << bad << " of " << h.size() << " bytes differ; first at byte " << first << ": host 0x"
          << std::hex << int(h[first]) << ", cuda 0x" << int(c[first]) << std::dec;
-}
-
-// Classify one element pair: poison, NaN and ±Inf must agree; returns false with a message if not.
-inline bool same_class(float h, float c, std::string& why) {
-  const bool hp = test::is_poison(h), cp = test::is_poison(c);
-  if (hp || cp) {
-    if (hp == cp) return true;
-    why = hp ? "host left it unwritten (poison), cuda wrote " + show(c)
-             : "cuda left it unwritten (poison), host wrote " + show(h);
-    return false;
-  }
-  if (std::isnan(h) || std::isnan(c)) {
-    if (std::isnan(h) && std::isnan(c)) return true;
-    why = "NaN on one side only: host " + show(h) + ", cuda " + show(c);
-    return false;
-  }
-  if (std::isinf(h) || std::isinf(c)) {
-    if (h == c) return true;
-    why = "Inf on one side only (or opposite signs): host " + show(h) + ", cuda " + show(c);
-    return false;
-  }
-  return true;
 }
 
 // Elements of a buffer of `t` (a cache) agree: same bits, or NaN on both sides (a NaN that went
@@ -199,29 +177,22 @@ inline ::testing::AssertionResult same_floats(const std::vector<float>& h,
 // Row-wise comparison: rows of `row` elements at stride `row` (the vectors are [rows][row]).
 // Classes must agree element by element; over the finite elements of a row,
 // ||cuda - host|| <= tol * max(||host||, floor) where floor keeps all-but-zero rows from
-// turning rounding noise into a large ratio.
+// turning rounding noise into a large ratio (test::compare_row).
 inline ::testing::AssertionResult close_rows(const std::vector<float>& h,
                                              const std::vector<float>& c, size_t row, double tol,
                                              double floor = 1e-6) {
   if (h.size() != c.size()) return ::testing::AssertionFailure() << "sizes differ";
   double worst = 0.0;
   for (size_t r0 = 0; r0 < h.size(); r0 += row) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = r0; i < std::min(h.size(), r0 + row); ++i) {
-      std::string why;
-      if (!same_class(h[i], c[i], why))
-        return ::testing::AssertionFailure()
-               << "row " << r0 / row << ", element " << i - r0 << ": " << why;
-      if (!std::isfinite(h[i]) || test::is_poison(h[i])) continue;
-      const double d = static_cast<double>(c[i]) - h[i];
-      num += d * d;
-      den += static_cast<double>(h[i]) * h[i];
-    }
-    const double err = std::sqrt(num) / std::max(std::sqrt(den), floor);
-    worst = std::max(worst, err);
-    if (!(err <= tol))
+    const size_t n = std::min(h.size(), r0 + row) - r0;
+    const test::RowCheck rc = test::compare_row(&h[r0], &c[r0], n, tol, floor);
+    if (rc.bad_element != test::RowCheck::kNoElement)
       return ::testing::AssertionFailure()
-             << "row " << r0 / row << ": relative L2 error " << err << " > tolerance " << tol;
+             << "row " << r0 / row << ", element " << rc.bad_element << ": " << rc.why;
+    worst = std::max(worst, rc.err);
+    if (!rc.ok)
+      return ::testing::AssertionFailure()
+             << "row " << r0 / row << ": relative L2 error " << rc.err << " > tolerance " << tol;
   }
   return ::testing::AssertionSuccess() << "worst relative L2 " << worst;
 }

@@ -1,0 +1,275 @@
+// decode_common.cuh — what the CUDA paged-decode paths share: reading the device-side split plan,
+// where a finished split state goes, the PTX wrappers of the tensor-core paths (cp.async,
+// ldmatrix, mma.sync), and the host helpers of their launchers (shared-memory opt-in, alignment
+// and power-of-two checks, launch errors).
+//
+// Included by the decode files of kernels/cuda (paged_decode.cu and decode_*.cu), nvcc only; it
+// is built with each of them (kv_cuda, the top-level CMakeLists' glob of kernels/cuda/*.cu, or
+// scripts/bench-decode.sh's nvcc lines). Its names live in kv::cuda::decode_detail rather than an
+// anonymous namespace because several .cu files include it and each path's launcher is called
+// from paged_decode.cu: device functions are __forceinline__ and host functions inline, so every
+// file's copy is the same entity, and allow_smem's per-device "already granted" table and
+// device_smem_optin's cache are one object for the whole library.
+//
+// Why the split plan is read on the device, why a padded row writes nothing and why a broken plan
+// gives NaN: the header comment of kernels/cuda/paged_decode.cu.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "device/device.h"  // kv::DeviceError
+#include "kernels/attn_state.cuh"
+#include "kernels/op_args.cuh"
+#include "kernels/paged_kv.cuh"
+
+namespace kv::cuda::decode_detail {
+
+// =================================================================================================
+// Device helpers: the split plan, where a finished state goes, PTX wrappers
+// =================================================================================================
+
+// What the CTA of (row, split) has to do, read from the device-side plan exactly as the host op
+// reads it. `fill_zero` / `fill_nan` are done by the split-0 CTA of a row only.
+struct Split {
+  enum Kind : int { skip, fill_zero, fill_nan, empty, attend };
+  Kind kind = skip;
+  int32_t num_splits = 0;
+  int32_t start = 0, end = 0;  // tokens [start, end) of the row, end <= seq_len (an int32)
+};
+
+__device__ __forceinline__ Split read_split(const PagedDecodeArgs& a, int row, int s) {
+  Split r;
+  const int64_t seq_len = a.seq_lens[row];
+  if (seq_len <= 0) return r;  // a padded row writes nothing
+  const int32_t ns = a.split_meta[kDecodeMetaHeader + row];
+  const int64_t chunk = a.split_meta[0];
+  r.num_splits = ns;
+  if (ns > a.max_splits || (ns > 0 && chunk <= 0)) {  // the host throws: make it loud instead
+    r.kind = s == 0 ? Split::fill_nan : Split::skip;
+    return r;
+  }
+  if (ns <= 0) {  // the host merges zero states: output 0
+    r.kind = s == 0 ? Split::fill_zero : Split::skip;
+    return r;
+  }
+  if (s >= ns) return r;
+  const int64_t start = s * chunk;  // past seq_len for an empty split; clamped below
+  r.start = static_cast<int32_t>(min(start, seq_len));
+  r.end = static_cast<int32_t>(min(start + chunk, seq_len));
+  r.kind = r.start < r.end ? Split::attend : Split::empty;
+  return r;
+}
+
+__device__ __forceinline__ int64_t partial_index(const PagedDecodeArgs& a, int row, int s, int h) {
+  return (static_cast<int64_t>(row) * a.max_splits + s) * a.num_q_heads + h;
+}
+
+// Where the finished state of (row, split, head) goes: the workspace, or, for a row with one
+// split, `out` as the host's merge of that state with the empty one writes it (wa * 0 + wb * o,
+// which is o for a finite lse and keeps NaN visible).
+struct StateSink {
+  float* o = nullptr;
+  float* lse = nullptr;  // null when direct
+  MergeWeights w{};
+  bool direct = false;
+  __device__ __forceinline__ void put(int i, float v) const {
+    o[i] = direct ? w.wa * 0.0f + w.wb * v : v;
+  }
+  __device__ __forceinline__ void put_lse(float l) const {
+    if (!direct) *lse = l;
+  }
+};
+
+__device__ __forceinline__ StateSink state_sink(const PagedDecodeArgs& a, int row, int s, int ns,
+                                                int h, int vd, float lse) {
+  StateSink k;
+  k.direct = ns == 1;
+  if (k.direct) {
+    k.o = a.out + row * a.out_row_stride + static_cast<int64_t>(h) * vd;
+    k.w = merge_weights(-INFINITY, lse);
+  } else {
+    const int64_t idx = partial_index(a, row, s, h);
+    k.o = a.partial_out + idx * vd;
+    k.lse = a.partial_lse + idx;
+  }
+  return k;
+}
+
+// The CTA-wide writes that need no attention: a row the plan gives 0 splits (zeros) or a broken
+// plan (NaN) for heads [h0, h0 + nh), and the empty state (0, -inf) of a split past the row's end.
+__device__ __forceinline__ void fill_out_heads(const PagedDecodeArgs& a, int row, int h0, int nh,
+                                               int vd, float v) {
+  float* o = a.out + row * a.out_row_stride + static_cast<int64_t>(h0) * vd;
+  for (int i = threadIdx.x; i < nh * vd; i += blockDim.x) o[i] = v;
+}
+
+__device__ __forceinline__ void write_empty_split(const PagedDecodeArgs& a, int row, int s, int ns,
+                                                  int h0, int nh, int vd) {
+  for (int h = h0; h < h0 + nh; ++h) {
+    const StateSink k = state_sink(a, row, s, ns, h, vd, -INFINITY);
+    for (int i = threadIdx.x; i < vd; i += blockDim.x) k.put(i, 0.0f);
+    if (threadIdx.x == 0) k.put_lse(-INFINITY);
+  }
+}
+
+__device__ __forceinline__ float warp_max_ignore_nan(float v, int lanes_mask_width) {
+  // fmaxf drops a NaN operand, as the host's `if (s > tile_max)` does.
+  for (int o = 1; o < lanes_mask_width; o <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global -> shared copy that bypasses L1; `present` false writes 16 zero bytes and reads
+// nothing (the source address must still be a valid one).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool present) {
+  const int n = present ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D += A·B on one m16n8k16 tile, float accumulators; kF16 picks f16 operands, else bf16.
+template <bool kF16>
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  if constexpr (kF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats as one register of 16-bit operands, element `lo` in the low half (the lower k or n
+// index of an mma fragment).
+template <bool kF16>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (kF16) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    memcpy(&r, &v, 4);
+  } else {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    memcpy(&r, &v, 4);
+  }
+  return r;
+}
+
+// x = hi + lo + O(2^-17 |x|) with hi, lo bf16: the float32 value as two bf16 operands.
+__device__ __forceinline__ void split_bf16(float x, float& hi, float& lo) {
+  hi = __bfloat162float(__float2bfloat16_rn(x));
+  lo = x - hi;
+}
+
+// Byte offset of 16-byte chunk `ch` of row `r` in a tile of rows of `row_bytes` bytes, XOR-
+// swizzled over groups of 8 chunks so that the 8 rows an ldmatrix phase reads, and the 8 chunks a
+// cp.async phase writes, fall in 8 different bank groups. row_bytes must be a multiple of 128.
+__device__ __forceinline__ uint32_t swz(int r, int ch, int row_bytes) {
+  return static_cast<uint32_t>(r * row_bytes + ((ch ^ (r & 7)) << 4));
+}
+
+// =================================================================================================
+// Host helpers of the launchers
+// =================================================================================================
+
+inline void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw DeviceError(std::string("cuda paged_decode: ") + what + " launch failed: " +
+                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+inline constexpr int kMaxDevices = 64;
+
+inline int current_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) (void)cudaGetLastError();
+  return dev >= 0 && dev < kMaxDevices ? dev : 0;
+}
+
+// The opt-in shared memory per block of the current device, read once per device.
+inline int device_smem_optin() {
+  static std::atomic<int> cached[kMaxDevices] = {};
+  const int dev = current_device();
+  int v = cached[dev].load(std::memory_order_relaxed);
+  if (v > 0) return v;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 48 * 1024;
+  }
+  cached[dev].store(v, std::memory_order_relaxed);
+  return v;
+}
+
+inline bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+inline int log2_of(int64_t x) {
+  int l = 0;
+  while ((int64_t{1} << l) < x) ++l;
+  return l;
+}
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline int v_dim_of(const PagedDecodeArgs& a) { return a.v_dim == 0 ? a.cache.head_dim : a.v_dim; }
+
+// Raises kernel K's dynamic shared-memory limit to at least `bytes` on the current device, once
+// per device and size (a function attribute, not a stream operation: legal while a graph is being
+// captured).
+template <auto K>
+void allow_smem(int bytes) {
+  if (bytes <= 48 * 1024) return;
+  static std::atomic<int> granted[kMaxDevices] = {};
+  std::atomic<int>& g = granted[current_device()];
+  if (g.load(std::memory_order_relaxed) >= bytes) return;
+  if (cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    throw DeviceError(std::string("cuda paged_decode: cannot raise shared memory to ") +
+                      std::to_string(bytes) + " bytes: " + cudaGetErrorString(e));
+  }
+  g.store(bytes, std::memory_order_relaxed);
+}
+
+inline bool cache_aligned16(const PagedKv& c, bool check_v) {
+  const int64_t es = dtype_size(c.dtype);
+  auto ok = [&](const void* p, int64_t sb, int64_t st, int64_t sh) {
+    return aligned16(p) && (sb * es) % 16 == 0 && (st * es) % 16 == 0 && (sh * es) % 16 == 0;
+  };
+  return ok(c.k, c.k_stride_block, c.k_stride_token, c.k_stride_head) &&
+         (!check_v || ok(c.v, c.v_stride_block, c.v_stride_token, c.v_stride_head));
+}
+
+}  // namespace kv::cuda::decode_detail
