@@ -1,9 +1,12 @@
 #include "check/checker.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "check/parallel_for.h"
+#include "check/reference_sample.h"
 #include "check/tolerances.h"
 
 namespace kv {
@@ -50,17 +53,26 @@ const char* op_of(const ScheduledChunk& c, LayerKind kind) {
 
 }  // namespace
 
-Checker::Checker(const Scenario& s, const ModelWeights& w)
-    : s_(s), w_(w), tol_(s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype))) {}
+Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
+    : s_(s), w_(w), tol_(s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype))),
+      workers_(max_workers ? max_workers : default_worker_count()) {}
 
 void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
   epoch_ = epoch;
   refs_.clear();
   request_bad_.assign(num_requests, 0);
   diverged_.assign(num_requests, 0);
+  if (s_.checks.reference == ReferenceMode::full) {
+    checked_.assign(num_requests, 1);
+  } else {
+    checked_.assign(num_requests, 0);
+    for (int32_t id : sample_requests(s_.seed, epoch, num_requests, s_.checks.sampled_requests))
+      checked_[static_cast<size_t>(id)] = 1;
+  }
   stats_ = EpochStats{};
   stats_.epoch = epoch;
   stats_.requests = num_requests;
+  stats_.checked_requests = static_cast<int32_t>(std::count(checked_.begin(), checked_.end(), 1));
 }
 
 void Checker::fail(const Where& w, const char* check, double value, double tol, std::string detail) {
@@ -91,7 +103,8 @@ void Checker::record_nonfinite(const Where& w, const char* what) {
 
 void Checker::check_attention(const Where& w, const float* got, const double* want) {
   const int32_t D = s_.model.head_dim, H = s_.model.num_q_heads;
-  const double floor = kRowNormFloor * l2(want, H * D) / std::sqrt(static_cast<double>(H));
+  const double floor =
+      want ? kRowNormFloor * l2(want, H * D) / std::sqrt(static_cast<double>(H)) : 0.0;
   for (int32_t h = 0; h < H; ++h) {
     Where wh = w;
     wh.head = h;
@@ -100,6 +113,7 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
       record_nonfinite(wh, "attention output is not finite");
       continue;
     }
+    if (!want) continue;  // outside the reference sample: nothing to compare with
     const double err = rel_l2(g, want + h * D, D, floor);
     if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
     if (s_.checks.drift && !(err <= tol_))
@@ -114,13 +128,13 @@ void Checker::check_quantised(const Where& w, const float* got) {
     record_nonfinite(w, "fp8 quantised attention output is not finite");
 }
 
-void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref) {
+void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence* ref) {
   if (token < 0) {  // argmax saw a NaN logit
     record_nonfinite(w, "logits are not finite");
     return;
   }
-  if (!s_.checks.tokens) return;
-  const std::vector<double> logits = ref.logits(w.position);
+  if (!s_.checks.tokens || !ref) return;
+  const std::vector<double> logits = ref->logits(w.position);
   double best = -INFINITY, ms = 0.0;
   for (double x : logits) {
     best = std::max(best, x);
@@ -148,29 +162,63 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSe
          fmt::format("token {} differs from epoch 1's {} and is not a near-tie", token, t1));
 }
 
+std::vector<RefSequence*> Checker::extend_references(const StepPlan& plan,
+                                                     const StepOutputs& out,
+                                                     const Scheduler& sched) {
+  // Serially first: the map's entries are created here, so the workers below only extend
+  // existing sequences (std::map never moves a node) and never touch the map.
+  std::vector<RefSequence*> refs(plan.chunks.size(), nullptr);
+  std::vector<size_t> behind;  // chunks whose reference does not reach the step's last position
+  std::vector<int32_t> ids;
+  for (size_t j = 0; j < plan.chunks.size(); ++j) {
+    const ScheduledChunk& c = plan.chunks[j];
+    if (!checked(c.request_id)) continue;
+    RefSequence& ref = refs_.try_emplace(c.request_id, w_, s_.cache).first->second;
+    refs[j] = &ref;
+    if (ref.length() < c.start + c.num_tokens) {
+      behind.push_back(j);
+      ids.push_back(c.request_id);
+    }
+  }
+  // The scheduler gives a request at most one chunk per step, so no two jobs share a sequence;
+  // should that ever change, the jobs run in chunk order on this thread, as they always did.
+  std::sort(ids.begin(), ids.end());
+  const bool distinct = std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+  // Longest first, so that no worker starts a long prefill while the others run out of work: a
+  // position costs about its length (attention over every earlier one).
+  auto cost = [&](size_t j) {
+    const int64_t from = refs[j]->length(), to = plan.chunks[j].start + plan.chunks[j].num_tokens;
+    return (to - from) * (from + to);
+  };
+  if (distinct)
+    std::stable_sort(behind.begin(), behind.end(),
+                     [&](size_t a, size_t b) { return cost(a) > cost(b); });
+
+  const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
+  parallel_for(behind.size(), distinct ? workers_ : 1u, [&](size_t k) {
+    const size_t j = behind[k];
+    const ScheduledChunk& c = plan.chunks[j];
+    const Request& r = *sched.find(c.request_id);
+    std::vector<int32_t> tokens(r.prompt);
+    tokens.insert(tokens.end(), r.output.begin(), r.output.end());
+    const size_t first_row = static_cast<size_t>(plan.chunk_first_row[j]);
+    // The engine's fp8 outputs of this chunk's rows settle the reference's rounding ties; they
+    // are only read.
+    const QuantHint hint = [&, first_row](int32_t pos, int32_t layer) -> const float* {
+      const auto& q = out.quant_out[static_cast<size_t>(layer)];
+      if (pos < c.start || q.empty()) return nullptr;
+      return q.data() + (first_row + static_cast<size_t>(pos - c.start)) * q_dim;
+    };
+    refs[j]->extend(tokens, c.start + c.num_tokens, hint);
+  });
+  return refs;
+}
+
 void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
-  // Bring each chunk's reference up to the step's last position.
-  std::vector<RefSequence*> refs;
-  for (const ScheduledChunk& c : plan.chunks) {
-    const Request& r = *sched.find(c.request_id);
-    RefSequence& ref = refs_.try_emplace(r.id, w_, s_.cache).first->second;
-    if (ref.length() < c.start + c.num_tokens) {
-      std::vector<int32_t> tokens(r.prompt);
-      tokens.insert(tokens.end(), r.output.begin(), r.output.end());
-      const size_t first_row = static_cast<size_t>(plan.chunk_first_row[refs.size()]);
-      // The engine's fp8 outputs of this chunk's rows settle the reference's rounding ties.
-      const QuantHint hint = [&, first_row](int32_t pos, int32_t layer) -> const float* {
-        const auto& q = out.quant_out[static_cast<size_t>(layer)];
-        if (pos < c.start || q.empty()) return nullptr;
-        return q.data() + (first_row + static_cast<size_t>(pos - c.start)) * q_dim;
-      };
-      ref.extend(tokens, c.start + c.num_tokens, hint);
-    }
-    refs.push_back(&ref);
-  }
+  const std::vector<RefSequence*> refs = extend_references(plan, out, sched);
   auto for_each_row = [&](auto&& visit) {  // visit(chunk index, row, position)
     for (size_t j = 0; j < plan.chunks.size(); ++j)
       for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
@@ -183,7 +231,8 @@ void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& 
     for_each_row([&](size_t j, size_t row, int32_t pos) {
       const ScheduledChunk& c = plan.chunks[j];
       check_attention({step, c.request_id, pos, layer, -1, op_of(c, s_.model.layers[l]), padded},
-                      out.attn_out[l].data() + row * q_dim, refs[j]->attn_out(pos, layer));
+                      out.attn_out[l].data() + row * q_dim,
+                      refs[j] ? refs[j]->attn_out(pos, layer) : nullptr);
     });
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
     for_each_row([&](size_t j, size_t row, int32_t pos) {
@@ -196,7 +245,7 @@ void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& 
     if (!c.samples) continue;
     const Request& r = *sched.find(c.request_id);
     const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
-    check_token(w, out.sampled[plan.chunk_last_row(j)], r, *refs[j]);
+    check_token(w, out.sampled[plan.chunk_last_row(j)], r, refs[j]);
     if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(r.id);
   }
 }

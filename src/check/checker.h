@@ -5,6 +5,11 @@
 // reference logits (accepted within a near-tie margin); and, from the second epoch on, agreement
 // of the generated tokens with the first epoch's (a divergence is accepted only at a certified
 // near-tie). Any failure makes the request unclean for the epoch; the first one is kept.
+//
+// With checks.reference "sampled" only the epoch's reference sample (reference_sample.h) gets
+// all of that. The other requests get the checks that need no reference — non-finite attention
+// and fp8 outputs, NaN logits — and no RefSequence is ever built for them: the reference's cost,
+// O(length^2) per request and layer, is the sample's.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +29,11 @@ namespace kv {
 
 class Checker {
  public:
-  Checker(const Scenario& s, const ModelWeights& w);
+  // max_workers: threads that extend the references of one step's requests at the same time
+  // (0: one per hardware thread). The results do not depend on it.
+  Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0);
 
+  // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
   void check_step(int32_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched);
   // Figures of the epoch; the requests hold their final outputs.
@@ -33,6 +41,11 @@ class Checker {
 
   const std::optional<Failure>& first_failure() const { return first_failure_; }
   double tolerance() const { return tol_; }
+  // Whether `request` is checked against the reference this epoch (all of them in full mode).
+  bool checked(int32_t request) const { return checked_.at(static_cast<size_t>(request)) != 0; }
+  // Reference sequences alive now: one per checked request still running, never one for a
+  // request outside the sample.
+  size_t live_references() const { return refs_.size(); }
 
  private:
   struct Where {
@@ -40,17 +53,25 @@ class Checker {
     const char* op;
     bool padded;
   };
+  // Brings the reference of every checked chunk up to the step's last position, requests in
+  // parallel; per chunk, its reference, or nullptr for a request outside the sample.
+  std::vector<RefSequence*> extend_references(const StepPlan& plan, const StepOutputs& out,
+                                              const Scheduler& sched);
   void fail(const Where& w, const char* check, double value, double tol, std::string detail);
   void record_nonfinite(const Where& w, const char* what);
+  // `want` and `ref` are null for a request outside the sample: then only non-finite values and
+  // NaN logits are checked.
   void check_attention(const Where& w, const float* got, const double* want);
   void check_quantised(const Where& w, const float* got);
-  void check_token(const Where& w, int32_t token, const Request& r, RefSequence& ref);
+  void check_token(const Where& w, int32_t token, const Request& r, RefSequence* ref);
 
   const Scenario& s_;
   const ModelWeights& w_;
   double tol_;
+  unsigned workers_;
   int32_t epoch_ = 0;
-  std::map<int32_t, RefSequence> refs_;       // per request, this epoch
+  std::map<int32_t, RefSequence> refs_;       // per checked request, this epoch
+  std::vector<uint8_t> checked_;              // per request: in this epoch's reference sample
   std::vector<uint8_t> request_bad_;
   std::vector<uint8_t> diverged_;             // generated tokens left epoch 1's path at a tie
   std::map<int32_t, std::vector<int32_t>> first_epoch_tokens_;

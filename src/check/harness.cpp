@@ -30,6 +30,9 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   Engine engine(s, device, RegressionSet::from_names(s.regressions));
   Checker checker(s, engine.weights());
   result.tolerance = checker.tolerance();
+  result.reference_mode = s.checks.reference;
+  if (s.checks.reference == ReferenceMode::sampled)
+    result.reference_sampled_requests = s.checks.sampled_requests;
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
@@ -49,6 +52,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     st.tokens = c.tokens;
     st.prefix_hit_blocks = c.prefix_hit_blocks;
     st.blocks_allocated = c.blocks_allocated;
+    st.peak_cached_tokens = c.peak_cached_tokens;
     st.seconds = seconds_since(t_epoch);
     st.check_seconds = check_seconds;
     st.forward_seconds = c.forward_seconds;

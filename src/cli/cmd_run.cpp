@@ -3,8 +3,10 @@
 #include <memory>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/exit_codes.h"
 #include "cli/run_scenarios.h"
 
 namespace kv::cli {
@@ -18,6 +20,8 @@ Command add_run_command(CLI::App& parent) {
   auto epochs = std::make_shared<int32_t>(0);
   auto regressions = std::make_shared<std::vector<std::string>>();
   auto expect = std::make_shared<std::string>();
+  auto reference = std::make_shared<std::string>();
+  auto sampled_requests = std::make_shared<int32_t>(0);
 
   app->add_option("files", opts->files, "Scenario files (JSON)")->required();
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
@@ -55,6 +59,17 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("--zero-init-outputs", opts->overrides.zero_init_outputs,
                 "Zero the attention outputs before every step (the seed-001 mitigation); the run "
                 "reports what it costs per step");
+  CLI::Option* reference_opt =
+      app->add_option("--reference", *reference,
+                      "Replace checks.reference: full = every request against the float64 "
+                      "reference; sampled = a seeded sample per epoch, the rest only for NaN/Inf")
+          ->check(CLI::IsMember({"full", "sampled"}));
+  // The same range the scenario parser accepts for checks.sampled_requests.
+  CLI::Option* sampled_opt =
+      app->add_option("--sampled-requests", *sampled_requests,
+                      "Replace checks.sampled_requests (requests per epoch checked against the "
+                      "reference); implies --reference sampled, refused with --reference full")
+          ->check(CLI::Range(1, kMaxRequestsPerEpoch));
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
@@ -69,6 +84,13 @@ Command add_run_command(CLI::App& parent) {
     if (*no_regressions) o.overrides.regressions = std::vector<std::string>{};
     if (*expect_opt)
       o.overrides.expect = *expect == "clean" ? Expectation::clean : Expectation::corrupt;
+    if (*reference_opt)
+      o.overrides.reference = *reference == "full" ? ReferenceMode::full : ReferenceMode::sampled;
+    if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
+    if (auto error = check_reference_overrides(o.overrides)) {
+      spdlog::error("{}", *error);
+      return static_cast<int>(kExitBadInput);
+    }
     return run_scenarios(o);
   };
   return {app, action};

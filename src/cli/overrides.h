@@ -2,6 +2,10 @@
 //
 // --regression / --no-regressions REPLACE the scenario's own list rather than add to it, so one
 // scenario file serves both sides of an A/B comparison.
+//
+// --reference replaces checks.reference and keeps the scenario's sample size (8 when the file
+// gives none). --sampled-requests N replaces the sample size and implies --reference sampled: a
+// sample size means nothing else, so it is refused beside --reference full.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +23,12 @@ struct Overrides {
   std::optional<std::vector<std::string>> regressions;  // replaces scenario.regressions
   std::optional<Expectation> expect;                     // replaces scenario.expect
   bool zero_init_outputs = false;  // turns on engine.zero_init_outputs (the seed-001 mitigation)
+  std::optional<ReferenceMode> reference;   // replaces checks.reference
+  std::optional<int32_t> sampled_requests;  // replaces checks.sampled_requests; implies sampled
 };
+
+// The message for --sampled-requests beside --reference full; nullopt when they agree.
+std::optional<std::string> check_reference_overrides(const Overrides& o);
 
 // Checks names against the regression registry. Returns one message per unknown name, each with
 // the closest valid name; empty when all are known.

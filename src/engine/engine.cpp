@@ -92,6 +92,9 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     runner_.forward(plan);
     const StepOutputs outputs = runner_.read_outputs(plan);
     on_step(c.steps, plan, outputs, sched);
+    int64_t cached = plan.num_rows;  // this step's tokens are in the cache now, on top of the old
+    for (const Request* r : sched.running()) cached += r->num_computed_tokens;
+    c.peak_cached_tokens = std::max(c.peak_cached_tokens, cached);
 
     // Plan rows are reordered; hand the scheduler one sampled token per chunk, in its order.
     // NaN logits give -1; a real engine emits some token anyway: keep the run going with 0.

@@ -31,6 +31,7 @@ struct EpochCounters {
   int32_t prefix_hit_blocks = 0;
   int64_t blocks_allocated = 0;
   int64_t tokens = 0;
+  int64_t peak_cached_tokens = 0;  // most tokens held in the cache at once (after a step's writes)
   double forward_seconds = 0.0;    // device time of the steps (synchronised wall clock)
   double zero_init_seconds = 0.0;  // the zero-init mitigation's memsets, timed on their own
 };

@@ -99,6 +99,10 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
   os << fmt::format("device: {}   seed: {}   regressions: {}   tolerance: {}\n", r.device, r.seed,
                     r.regressions.empty() ? "none" : join(r.regressions, ", "),
                     format_error_value(r.tolerance));
+  // Sampled mode changes what "clean" and "max rel err" cover; say so where the figures are.
+  if (r.reference_mode == ReferenceMode::sampled)
+    os << fmt::format("reference: sampled, {} request{} per epoch\n", r.reference_sampled_requests,
+                      r.reference_sampled_requests == 1 ? "" : "s");
   os << '\n';
 
   std::vector<std::vector<std::string>> rows;

@@ -3,6 +3,7 @@
 //
 //   scenario: smoke (scenarios/smoke.json)
 //   device: host   seed: 7   regressions: none   tolerance: 2.00e-02
+//   reference: sampled, 8 requests per epoch          (only with checks.reference "sampled")
 //
 //     epoch  requests   clean  non-finite  max rel err  first bad step  steps     time
 //         1         8  100.0%           0     3.10e-03               -     41  12.3 ms

@@ -29,6 +29,7 @@ json to_json(const EpochStats& e) {
   return json{
       {"epoch", e.epoch},
       {"requests", e.requests},
+      {"checked_requests", e.checked_requests},
       {"clean_requests", e.clean_requests},
       {"clean_request_fraction", json_number(e.clean_request_fraction)},
       {"nonfinite_outputs", e.nonfinite_outputs},
@@ -40,6 +41,7 @@ json to_json(const EpochStats& e) {
       {"tokens", e.tokens},
       {"prefix_hit_blocks", e.prefix_hit_blocks},
       {"blocks_allocated", e.blocks_allocated},
+      {"peak_cached_tokens", e.peak_cached_tokens},
       {"seconds", json_number(e.seconds)},
       {"check_seconds", json_number(e.check_seconds)},
       {"forward_seconds", json_number(e.forward_seconds)},
@@ -50,7 +52,7 @@ json to_json(const EpochStats& e) {
 json to_json(const RunResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) epochs.push_back(to_json(e));
-  return json{
+  json doc = {
       {"schema", kResultSchema},
       {"kvcheck_version", kKvcheckVersion},
       {"scenario", r.scenario},
@@ -62,11 +64,15 @@ json to_json(const RunResult& r) {
       {"verdict", verdict_name(r.verdict)},
       {"meets_expectation", r.meets_expectation()},
       {"tolerance", json_number(r.tolerance)},
-      {"reference_mode", r.reference_mode},
+      {"reference_mode", to_string(r.reference_mode)},
       {"epochs", std::move(epochs)},
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},
   };
+  // Only where it means something: a full-mode document stays as it always was.
+  if (r.reference_mode == ReferenceMode::sampled)
+    doc["reference_sampled_requests"] = r.reference_sampled_requests;
+  return doc;
 }
 
 std::string dump_result(const json& doc) {

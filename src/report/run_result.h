@@ -32,6 +32,8 @@ struct Failure {
 struct EpochStats {
   int32_t epoch = 0;  // 1-based
   int32_t requests = 0;
+  int32_t checked_requests = 0;  // compared with the reference: all in full mode, the sample's in
+                                 // sampled mode
   int32_t clean_requests = 0;
   double clean_request_fraction = 0.0;
   int64_t nonfinite_outputs = 0;
@@ -43,6 +45,7 @@ struct EpochStats {
   int64_t tokens = 0;                       // tokens computed (prefill + decode)
   int32_t prefix_hit_blocks = 0;
   int64_t blocks_allocated = 0;             // blocks handed out by the pool (cache fills x blocks)
+  int64_t peak_cached_tokens = 0;           // most tokens held in the KV cache at once
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
   double forward_seconds = 0.0;             // of which the model's steps on the device
@@ -60,7 +63,8 @@ struct RunResult {
   Expectation expected = Expectation::clean;
   Verdict verdict = Verdict::clean;
   double tolerance = 0.0;     // the drift tolerance used
-  std::string reference_mode = "full";  // every real output row is checked
+  ReferenceMode reference_mode = ReferenceMode::full;  // scenario checks.reference
+  int32_t reference_sampled_requests = 0;  // sampled mode: requests checked per epoch (at most)
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
   double seconds = 0.0;

@@ -61,6 +61,11 @@ inline constexpr std::array<EnumName<Expectation>, 2> kExpectationNames{{
     {Expectation::corrupt, "corrupt"},
 }};
 
+inline constexpr std::array<EnumName<ReferenceMode>, 2> kReferenceModeNames{{
+    {ReferenceMode::full, "full"},
+    {ReferenceMode::sampled, "sampled"},
+}};
+
 template <class E, std::size_t N>
 std::optional<E> enum_from_name(const std::array<EnumName<E>, N>& table, std::string_view name) {
   for (const auto& e : table)

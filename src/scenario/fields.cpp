@@ -257,7 +257,7 @@ constexpr int32_t kMaxRequestTokens = 65536;  // prompt + new tokens of one requ
 
 const Fields<WorkloadSpec>& workload_fields() {
   static const Fields<WorkloadSpec> f = {
-      integer("requests", &WorkloadSpec::num_requests, 1, 100'000),
+      integer("requests", &WorkloadSpec::num_requests, 1, kMaxRequestsPerEpoch),
       range("prompt_len", &WorkloadSpec::prompt_len, 1, kMaxRequestTokens),
       range("new_tokens", &WorkloadSpec::new_tokens, 1, kMaxRequestTokens),
       range("arrival_step", &WorkloadSpec::arrival_step, 0, kMaxInt),
@@ -287,6 +287,9 @@ const Fields<CheckSpec>& check_fields() {
          out.tolerance = read_number_between(v, p, 0.0, 1.0);
        },
        {}},
+      choice("reference", &CheckSpec::reference, kReferenceModeNames),
+      // More than the epoch's requests is allowed: then every request is checked.
+      integer("sampled_requests", &CheckSpec::sampled_requests, 1, kMaxRequestsPerEpoch),
   };
   return f;
 }

@@ -18,6 +18,8 @@
 namespace kv {
 
 inline constexpr int kScenarioFormat = 1;
+// workload.requests, and so the largest useful checks.sampled_requests (--sampled-requests too).
+inline constexpr int32_t kMaxRequestsPerEpoch = 100'000;
 
 // attention: GQA over a paged K/V cache. mla: multi-head latent attention over a one-head latent
 // cache of kv_lora_rank + qk_rope_dim values per token (absorbed decode, FlashMLA-like whole-tile
@@ -98,11 +100,19 @@ struct FaultSpec {
   PoisonPattern unwritten_outputs = PoisonPattern::none; // output buffers before each step
 };
 
+// full: every request is checked against the float64 reference. sampled: per epoch only a seeded
+// sample of requests is (check/reference_sample.h); the rest get the checks that need no reference
+// (non-finite outputs, NaN logits), so the reference's cost is the sample's, not the workload's.
+enum class ReferenceMode { full, sampled };
+
 struct CheckSpec {
   bool nonfinite = true;
   bool drift = true;
   bool tokens = true;  // reference-margin check of each generated token + epoch agreement
   std::optional<double> tolerance;  // relative L2 per token x head; default by cache dtype
+  ReferenceMode reference = ReferenceMode::full;
+  int32_t sampled_requests = 8;  // requests per epoch checked in sampled mode (>= 1); a file
+                                 // may only set it with reference "sampled"
 };
 
 enum class Expectation { clean, corrupt };
@@ -134,5 +144,6 @@ const char* to_string(PoolKind p);
 const char* to_string(GraphMode m);
 const char* to_string(PoisonPattern p);
 const char* to_string(Expectation e);
+const char* to_string(ReferenceMode m);
 
 }  // namespace kv

@@ -180,6 +180,18 @@ void validate_capacity(const Scenario& s, const Json& doc) {
                      state_block ? " plus 1 block of linear-attention state" : ""));
 }
 
+// sampled_requests sizes the sample of the sampled reference; with the full reference every
+// request is checked, so a count there would silently mean nothing.
+void validate_checks(const CheckSpec& c, const Json& doc) {
+  const std::string p = "/checks/sampled_requests";
+  if (c.reference == ReferenceMode::full && present(doc, p))
+    fail(p, fmt::format("got {}, but checks.reference is \"full\"{}: every request is checked "
+                        "against the reference, so there is no sample to size; remove "
+                        "sampled_requests or set checks.reference to \"sampled\"",
+                        describe(doc.at(Json::json_pointer(p))),
+                        present(doc, "/checks/reference") ? "" : " (the default)"));
+}
+
 }  // namespace
 
 void validate_scenario(const Scenario& s, const Json& doc) {
@@ -189,6 +201,7 @@ void validate_scenario(const Scenario& s, const Json& doc) {
   validate_engine(s.engine, doc);
   validate_workload(s.workload, doc);
   validate_capacity(s, doc);
+  validate_checks(s.checks, doc);
 }
 
 }  // namespace kv

@@ -49,6 +49,44 @@ TEST(Overrides, ZeroInitOutputsTurnsTheMitigationOnNeverOff) {
   EXPECT_TRUE(s.engine.zero_init_outputs);
 }
 
+TEST(Overrides, ReferenceKeepsTheSampleSizeSampledRequestsImpliesSampled) {
+  Scenario s;
+  apply_overrides({}, s);
+  EXPECT_EQ(s.checks.reference, ReferenceMode::full);
+
+  Overrides mode;
+  mode.reference = ReferenceMode::sampled;
+  apply_overrides(mode, s);
+  EXPECT_EQ(s.checks.reference, ReferenceMode::sampled);
+  EXPECT_EQ(s.checks.sampled_requests, 8) << "the scenario's (default) sample size";
+
+  Scenario t;
+  Overrides size;
+  size.sampled_requests = 3;
+  apply_overrides(size, t);
+  EXPECT_EQ(t.checks.reference, ReferenceMode::sampled);
+  EXPECT_EQ(t.checks.sampled_requests, 3);
+
+  Overrides full;
+  full.reference = ReferenceMode::full;
+  apply_overrides(full, t);
+  EXPECT_EQ(t.checks.reference, ReferenceMode::full);
+}
+
+TEST(Overrides, SampledRequestsBesideReferenceFullIsRefused) {
+  Overrides o;
+  EXPECT_FALSE(check_reference_overrides(o));
+  o.sampled_requests = 4;
+  EXPECT_FALSE(check_reference_overrides(o));
+  o.reference = ReferenceMode::sampled;
+  EXPECT_FALSE(check_reference_overrides(o));
+  o.reference = ReferenceMode::full;
+  const auto error = check_reference_overrides(o);
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->find("--sampled-requests"), std::string::npos) << *error;
+  EXPECT_NE(error->find("--reference full"), std::string::npos) << *error;
+}
+
 TEST(Overrides, EmptyRegressionListTurnsAllOff) {
   Scenario s;
   s.regressions = {"padded-rows-in-reduction"};

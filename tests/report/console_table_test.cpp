@@ -126,6 +126,16 @@ TEST(ConsoleTable, FailureShownOnlyWhenThereIsOne) {
   EXPECT_EQ(render(r).find("first failure:"), std::string::npos);
 }
 
+TEST(ConsoleTable, SampledReferenceIsOneLineUnderTheHeader) {
+  RunResult r = test::sample_result();
+  EXPECT_EQ(render(r).find("reference:"), std::string::npos) << "nothing extra in full mode";
+  r.reference_mode = ReferenceMode::sampled;
+  r.reference_sampled_requests = 4;
+  const auto lines = lines_of(render(r));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "reference: sampled, 4 requests per epoch");
+}
+
 TEST(ConsoleTable, ReportsTheZeroInitCostOnlyWhenTheMitigationRan) {
   RunResult r = test::sample_result();
   EXPECT_EQ(render(r).find("zero-init"), std::string::npos);

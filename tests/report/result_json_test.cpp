@@ -30,6 +30,7 @@ TEST(ResultJson, TopLevelFields) {
   EXPECT_EQ(j["meets_expectation"], true);
   EXPECT_DOUBLE_EQ(j["tolerance"].get<double>(), 0.02);
   EXPECT_EQ(j["reference_mode"], "full");
+  EXPECT_FALSE(j.contains("reference_sampled_requests")) << "full mode: no sample size";
   EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), 0.5);
   ASSERT_EQ(j["epochs"].size(), 2u);
 }
@@ -38,6 +39,7 @@ TEST(ResultJson, EpochFields) {
   json e = to_json(test::sample_result())["epochs"][0];
   EXPECT_EQ(e["epoch"], 1);
   EXPECT_EQ(e["requests"], 8);
+  EXPECT_EQ(e["checked_requests"], 8);
   EXPECT_EQ(e["clean_requests"], 8);
   EXPECT_DOUBLE_EQ(e["clean_request_fraction"].get<double>(), 1.0);
   EXPECT_EQ(e["nonfinite_outputs"], 0);
@@ -49,6 +51,7 @@ TEST(ResultJson, EpochFields) {
   EXPECT_EQ(e["tokens"], 300);
   EXPECT_EQ(e["prefix_hit_blocks"], 5);
   EXPECT_EQ(e["blocks_allocated"], 77);
+  EXPECT_EQ(e["peak_cached_tokens"], 1234);
   EXPECT_DOUBLE_EQ(e["seconds"].get<double>(), 0.0123);
   EXPECT_DOUBLE_EQ(e["check_seconds"].get<double>(), 0.004);
   EXPECT_DOUBLE_EQ(e["forward_seconds"].get<double>(), 0.0061);
@@ -58,6 +61,20 @@ TEST(ResultJson, EpochFields) {
   EXPECT_EQ(bad["first_bad_step"], 7);
   EXPECT_EQ(bad["nonfinite_outputs"].get<int64_t>(), 123456789012);
   EXPECT_EQ(bad["max_rel_error"], "nan");
+}
+
+TEST(ResultJson, SampledReferenceSaysHowManyRequestsWereChecked) {
+  RunResult r = test::sample_result();
+  r.reference_mode = ReferenceMode::sampled;
+  r.reference_sampled_requests = 4;
+  for (auto& e : r.epochs) e.checked_requests = 4;
+  const json j = to_json(r);
+  EXPECT_EQ(j["reference_mode"], "sampled");
+  EXPECT_EQ(j["reference_sampled_requests"], 4);
+  for (const auto& e : j["epochs"]) {
+    EXPECT_EQ(e["checked_requests"], 4);
+    EXPECT_EQ(e["requests"], 8);
+  }
 }
 
 TEST(ResultJson, FailureFields) {

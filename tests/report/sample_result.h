@@ -15,10 +15,11 @@ inline RunResult sample_result() {
   r.expected = Expectation::corrupt;
   r.verdict = Verdict::corrupt;
   r.tolerance = 0.02;
-  r.reference_mode = "full";
+  r.reference_mode = ReferenceMode::full;
   EpochStats e1;
   e1.epoch = 1;
   e1.requests = 8;
+  e1.checked_requests = 8;
   e1.clean_requests = 8;
   e1.clean_request_fraction = 1.0;
   e1.nonfinite_outputs = 0;
@@ -29,6 +30,7 @@ inline RunResult sample_result() {
   e1.tokens = 300;
   e1.prefix_hit_blocks = 5;
   e1.blocks_allocated = 77;
+  e1.peak_cached_tokens = 1234;
   e1.seconds = 0.0123;
   e1.check_seconds = 0.004;
   e1.forward_seconds = 0.0061;

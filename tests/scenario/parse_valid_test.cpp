@@ -1,5 +1,7 @@
 // parse_valid_test.cpp — scenarios that must parse: every field set, every field defaulted, the
 // short forms (a number for a range or a layer list), loading from a file.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -246,7 +248,12 @@ TEST(ParseScenario, EnumsPrintAsTheyAreSpelt) {
 
 class LoadScenario : public ::testing::Test {
  protected:
-  std::filesystem::path dir_ = std::filesystem::path(::testing::TempDir()) / "kvcheck-load-test";
+  // One folder per test and process: ctest -j runs these tests at once, and one's TearDown must
+  // not remove another's files.
+  std::filesystem::path dir_ =
+      std::filesystem::path(::testing::TempDir()) /
+      ("kvcheck-load-test-" + std::to_string(::getpid()) + "-" +
+       ::testing::UnitTest::GetInstance()->current_test_info()->name());
   void SetUp() override { std::filesystem::create_directories(dir_); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
