@@ -1,8 +1,17 @@
 // decode_gqa_tc.cu — CUDA paged decode, gqa_tc path: bf16 cache, head_dim 64 or 128, v_dim =
 // head_dim, up to 8 q heads per kv head, power-of-two block size. CTA = (row, split, kv head),
-// 4 independent warps streaming 16-token sub-tiles through a 3-stage cp.async ring; Q·K^T and P·V
-// on mma.sync with q and p split into bf16 hi + lo halves (rows 0-7 and 8-15 of the m16 tile), so
-// the result has float32-like accuracy at no extra tensor cost.
+// 4 independent warps streaming 16-token sub-tiles through a 3-stage cp.async ring each; Q·K^T and
+// P·V on mma.sync with q and p split into bf16 hi + lo halves (rows 0-7 and 8-15 of the m16 tile),
+// so the result has float32-like accuracy at no extra tensor cost.
+//
+// Wide shape: when the grid has at most one CTA per SM (rows x max_splits x kv heads <= SM count,
+// i.e. small batches) and the device's opt-in shared memory holds it, the launcher uses 8 warps
+// instead of 4 (same 3-stage rings: 192 KB at head_dim 128, 1 CTA per SM), doubling the warps and
+// bytes in flight that a lone CTA leaves unused. Measured on an H200 (bf16, 32/8 heads, d128,
+// block 16, us, best over max_splits; both sides with programmatic dependent launch, since
+// removed): 16x1k 24.1 -> 23.0, 16x8k 131.9 -> 128.8; 1 row (1k-32k) moved by at most 0.5 us,
+// 16x32k by +1.8 us (0.4%). Without PDL (this code) the wide shape measured 23.0 and 131.5 us at
+// 16x1k / 16x8k. 4 warps x 6 stages, the same 192 KB, was no better (25.0 / 132.2 us).
 //
 // Reference: kernels/host/paged_decode.cpp (the spec). Split plan, masking and NaN rules shared by
 // every path: the header comment of kernels/cuda/paged_decode.cu; byte/flop floors and measured
@@ -11,6 +20,7 @@
 //   nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/decode_gqa_tc.cu
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -32,17 +42,22 @@ namespace {
 // x - hi): one mma then yields hi·K and lo·K in the same lane (c0,c1 and c2,c3), whose sum is q·K to
 // ~2^-17 — float32-like accuracy from rows that would otherwise be idle. P·V the same way with p.
 //
-// CTA = (row, split, kv head), 4 warps. Warp w takes the 16-token sub-tiles w, w+4, ... of the
-// split, each with its own online-softmax state and a private 3-stage cp.async ring (K and V of a
-// sub-tile, 16-byte copies, rows XOR-swizzled for conflict-free ldmatrix). Warps never wait for
-// each other until the end, where their states are merged through shared memory.
+// CTA = (row, split, kv head), W = 4 or 8 warps (GqaCfg). Warp w takes the 16-token sub-tiles
+// w, w+W, ... of the split, each with its own online-softmax state and a private 3-stage cp.async
+// ring (K and V of a sub-tile, 16-byte copies, rows XOR-swizzled for conflict-free ldmatrix).
+// Warps never wait for each other until the end, where their states are merged through shared
+// memory.
 //
 // Lane (g = lane / 4, qd = lane % 4) holds, as mma accumulators: scores of head g for tokens
 // 2qd, 2qd+1 (n-tile 0) and 8+2qd, 9+2qd (n-tile 1), and O of head g for features 8j+2qd, 8j+2qd+1.
 
-template <int HD>
+// Shapes: <HD, 4> is the default (96 KB at head_dim 128, 2 CTAs per SM); <HD, 8> the wide one
+// (192 KB, 1 CTA per SM) for grids of at most one CTA per SM (launch_gqa; see the header comment).
+template <int HD, int W = 4>
 struct GqaCfg {
-  static constexpr int kWarps = 4, kThreads = kWarps * 32, kStages = 3, kSub = 16;
+  static_assert(W == 4 || W == 8, "GQA fast path: 4 or 8 warps");
+  static constexpr int kWarps = W, kThreads = kWarps * 32, kStages = 3, kSub = 16;
+  static constexpr int kMinBlocks = W == 4 ? 2 : 1;
   static constexpr int kChunks = HD / 8;  // 16-byte chunks of a row
   static constexpr int kRowBytes = HD * 2;
   static constexpr int kTileBytes = kSub * kRowBytes;  // K (or V) of a sub-tile
@@ -57,10 +72,10 @@ struct GqaCfg {
                 "the final warp merge reuses the ring");
 };
 
-template <int HD>
-__global__ void __launch_bounds__(GqaCfg<HD>::kThreads, 2)
+template <int HD, int W>
+__global__ void __launch_bounds__(GqaCfg<HD, W>::kThreads, GqaCfg<HD, W>::kMinBlocks)
     decode_gqa_kernel(const PagedDecodeArgs a, int log2_bs) {
-  using C = GqaCfg<HD>;
+  using C = GqaCfg<HD, W>;
   extern __shared__ __align__(128) uint8_t smem[];
   const PagedKv& c = a.cache;
   const int G = a.num_q_heads / c.num_kv_heads;
@@ -82,29 +97,6 @@ __global__ void __launch_bounds__(GqaCfg<HD>::kThreads, 2)
   }
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
-
-  // Q as A fragments: rows g (bf16 hi) and g + 8 (bf16 lo) of head h0 + g; zero for g >= G.
-  uint32_t qa[C::kKSteps][4];
-  {
-    const float* qrow = a.q + row * a.q_row_stride + static_cast<int64_t>(h0 + g) * HD;
-#pragma unroll
-    for (int ks = 0; ks < C::kKSteps; ++ks) {
-      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // features 16ks + 2qd + {0, 1, 8, 9}
-      if (g < G) {
-        x[0] = qrow[16 * ks + 2 * qd];
-        x[1] = qrow[16 * ks + 2 * qd + 1];
-        x[2] = qrow[16 * ks + 8 + 2 * qd];
-        x[3] = qrow[16 * ks + 8 + 2 * qd + 1];
-      }
-      float hi[4], lo[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) split_bf16(x[j], hi[j], lo[j]);
-      qa[ks][0] = pack2<false>(hi[0], hi[1]);
-      qa[ks][1] = pack2<false>(lo[0], lo[1]);
-      qa[ks][2] = pack2<false>(hi[2], hi[3]);
-      qa[ks][3] = pack2<false>(lo[2], lo[3]);
-    }
-  }
 
   const int bs = 1 << log2_bs;
   const int tb0 = (sp.start >> log2_bs) << log2_bs;            // first entry of first block
@@ -159,6 +151,30 @@ __global__ void __launch_bounds__(GqaCfg<HD>::kThreads, 2)
     if (warp + p * C::kWarps < n_sub) issue(warp + p * C::kWarps, p);
     cp_async_commit();  // empty groups keep the count uniform
   }
+  // Q as A fragments: rows g (bf16 hi) and g + 8 (bf16 lo) of head h0 + g; zero for g >= G.
+  // Loaded after the first K/V copies are in flight, so that their latencies overlap.
+  uint32_t qa[C::kKSteps][4];
+  {
+    const float* qrow = a.q + row * a.q_row_stride + static_cast<int64_t>(h0 + g) * HD;
+#pragma unroll
+    for (int ks = 0; ks < C::kKSteps; ++ks) {
+      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // features 16ks + 2qd + {0, 1, 8, 9}
+      if (g < G) {
+        x[0] = qrow[16 * ks + 2 * qd];
+        x[1] = qrow[16 * ks + 2 * qd + 1];
+        x[2] = qrow[16 * ks + 8 + 2 * qd];
+        x[3] = qrow[16 * ks + 8 + 2 * qd + 1];
+      }
+      float hi[4], lo[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) split_bf16(x[j], hi[j], lo[j]);
+      qa[ks][0] = pack2<false>(hi[0], hi[1]);
+      qa[ks][1] = pack2<false>(lo[0], lo[1]);
+      qa[ks][2] = pack2<false>(hi[2], hi[3]);
+      qa[ks][3] = pack2<false>(lo[2], lo[3]);
+    }
+  }
+
   for (int it = 0; warp + it * C::kWarps < n_sub; ++it) {
     const int sub = warp + it * C::kWarps;
     {
@@ -236,7 +252,7 @@ __global__ void __launch_bounds__(GqaCfg<HD>::kThreads, 2)
     __syncwarp();  // all lanes are done with this stage before it is refilled
   }
 
-  // Merge the 4 warp states of this split through shared memory (the ring is idle now).
+  // Merge the W warp states of this split through shared memory (the ring is idle now).
   cp_async_wait<0>();
   __syncthreads();
   float* sm_o = reinterpret_cast<float*>(smem);                  // [warp][8][HD]
@@ -281,11 +297,33 @@ __global__ void __launch_bounds__(GqaCfg<HD>::kThreads, 2)
   }
 }
 
-}  // namespace
-
 // =================================================================================================
 // When the path applies, and its launcher
 // =================================================================================================
+
+// The number of SMs of the current device, read once per device.
+int device_sm_count() {
+  static std::atomic<int> cached[kMaxDevices] = {};
+  const int dev = current_device();
+  int v = cached[dev].load(std::memory_order_relaxed);
+  if (v > 0) return v;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) {
+    (void)cudaGetLastError();
+    return 1 << 30;  // unknown: never "small"
+  }
+  cached[dev].store(v, std::memory_order_relaxed);
+  return v;
+}
+
+template <int HD, int W>
+void launch_shape(const PagedDecodeArgs& a, int64_t ctas, int l2, cudaStream_t stream) {
+  using C = GqaCfg<HD, W>;
+  allow_smem<decode_gqa_kernel<HD, W>>(C::kSmem);
+  decode_gqa_kernel<HD, W><<<static_cast<unsigned>(ctas), C::kThreads, C::kSmem, stream>>>(a, l2);
+  check_launch("decode_gqa_kernel");
+}
+
+}  // namespace
 
 bool gqa_ok(const PagedDecodeArgs& a, std::string* why) {
   const PagedKv& c = a.cache;
@@ -307,16 +345,19 @@ bool gqa_ok(const PagedDecodeArgs& a, std::string* why) {
 void launch_gqa(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(a.num_rows) * a.max_splits * a.cache.num_kv_heads;
   const int l2 = log2_of(a.cache.block_size);
+  // At most one CTA per SM: the wide shape doubles the warps and bytes in flight of each SM.
+  const bool small = ctas <= device_sm_count();
   if (a.cache.head_dim == 128) {
-    allow_smem<decode_gqa_kernel<128>>(GqaCfg<128>::kSmem);
-    decode_gqa_kernel<128><<<static_cast<unsigned>(ctas), GqaCfg<128>::kThreads, GqaCfg<128>::kSmem,
-                             stream>>>(a, l2);
+    if (small && device_smem_optin() >= GqaCfg<128, 8>::kSmem)
+      launch_shape<128, 8>(a, ctas, l2, stream);
+    else
+      launch_shape<128, 4>(a, ctas, l2, stream);
   } else {
-    allow_smem<decode_gqa_kernel<64>>(GqaCfg<64>::kSmem);
-    decode_gqa_kernel<64><<<static_cast<unsigned>(ctas), GqaCfg<64>::kThreads, GqaCfg<64>::kSmem,
-                            stream>>>(a, l2);
+    if (small && device_smem_optin() >= GqaCfg<64, 8>::kSmem)
+      launch_shape<64, 8>(a, ctas, l2, stream);
+    else
+      launch_shape<64, 4>(a, ctas, l2, stream);
   }
-  check_launch("decode_gqa_kernel");
 }
 
 }  // namespace kv::cuda::decode_detail
