@@ -198,7 +198,10 @@ void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
     return;
   }
   const int64_t ctas = static_cast<int64_t>(a.num_rows) * a.num_q_heads;
-  const int smem = a.max_splits * static_cast<int>(sizeof(float));
+  // Rounded up to whole float4s: nvcc unrolls the weight loop with vector shared loads that may
+  // read up to 3 floats past ns (unused), which compute-sanitizer memcheck flags when the
+  // allocation ends exactly at max_splits.
+  const int smem = ((a.max_splits + 3) & ~3) * static_cast<int>(sizeof(float));
   if (smem > device_smem_optin())
     throw std::invalid_argument("cuda paged_decode: max_splits too large for the merge kernel");
   allow_smem<decode_merge_kernel>(smem);
