@@ -120,6 +120,46 @@ __device__ __forceinline__ void write_empty_split(const PagedDecodeArgs& a, int 
   }
 }
 
+// Every path's first step after read_split: the CTA-wide cases that need no attention (a CTA past
+// its row's splits or of a padded row does nothing; split 0 of a row with 0 splits or a broken
+// plan fills heads [h0, h0 + nh) with zeros or NaN; a split past the row's end leaves the empty
+// state). True when the CTA is done.
+__device__ __forceinline__ bool finish_without_attention(const PagedDecodeArgs& a, const Split& sp,
+                                                         int row, int s, int h0, int nh, int vd) {
+  if (sp.kind == Split::skip) return true;
+  if (sp.kind == Split::fill_zero || sp.kind == Split::fill_nan) {
+    fill_out_heads(a, row, h0, nh, vd, sp.kind == Split::fill_nan ? NAN : 0.0f);
+    return true;
+  }
+  if (sp.kind == Split::empty) {
+    write_empty_split(a, row, s, sp.num_splits, h0, nh, vd);
+    return true;
+  }
+  return false;
+}
+
+// The MLA paths' grid: CTA = (row, split, kv head, block of `heads` q heads), fastest first.
+struct HeadBlockCta {
+  int row, s, kvh;
+  int h0;  // q head of the CTA's local row 0
+  int nh;  // real heads of this CTA (the last block of a group may be partial)
+};
+__device__ __forceinline__ HeadBlockCta head_block_cta(const PagedDecodeArgs& a, int heads) {
+  const int G = a.num_q_heads / a.cache.num_kv_heads;
+  const int nhb = (G + heads - 1) / heads;
+  int idx = blockIdx.x;
+  const int hb = idx % nhb;
+  idx /= nhb;
+  HeadBlockCta t;
+  t.kvh = idx % a.cache.num_kv_heads;
+  idx /= a.cache.num_kv_heads;
+  t.s = idx % a.max_splits;
+  t.row = idx / a.max_splits;
+  t.h0 = t.kvh * G + hb * heads;
+  t.nh = min(heads, G - hb * heads);
+  return t;
+}
+
 __device__ __forceinline__ float warp_max_ignore_nan(float v, int lanes_mask_width) {
   // fmaxf drops a NaN operand, as the host's `if (s > tile_max)` does.
   for (int o = 1; o < lanes_mask_width; o <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -46,15 +46,7 @@ __global__ void __launch_bounds__(kGenericThreads)
   const int kvh = h / group;
 
   const Split sp = read_split(a, row, s);
-  if (sp.kind == Split::skip) return;
-  if (sp.kind == Split::fill_zero || sp.kind == Split::fill_nan) {
-    fill_out_heads(a, row, h, 1, vd, sp.kind == Split::fill_nan ? NAN : 0.0f);
-    return;
-  }
-  if (sp.kind == Split::empty) {
-    write_empty_split(a, row, s, sp.num_splits, h, 1, vd);
-    return;
-  }
+  if (finish_without_attention(a, sp, row, s, h, 1, vd)) return;
 
   float* q_s = gsm;
   float* p_s = gsm + hd;

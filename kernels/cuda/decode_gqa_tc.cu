@@ -86,15 +86,7 @@ __global__ void __launch_bounds__(GqaCfg<HD, W>::kThreads, GqaCfg<HD, W>::kMinBl
   const int h0 = kvh * G;
 
   const Split sp = read_split(a, row, s);
-  if (sp.kind == Split::skip) return;
-  if (sp.kind == Split::fill_zero || sp.kind == Split::fill_nan) {
-    fill_out_heads(a, row, h0, G, HD, sp.kind == Split::fill_nan ? NAN : 0.0f);
-    return;
-  }
-  if (sp.kind == Split::empty) {
-    write_empty_split(a, row, s, sp.num_splits, h0, G, HD);
-    return;
-  }
+  if (finish_without_attention(a, sp, row, s, h0, G, HD)) return;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
 

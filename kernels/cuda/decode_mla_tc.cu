@@ -72,26 +72,11 @@ __global__ void __launch_bounds__(256, 1)
   extern __shared__ __align__(128) uint8_t smem[];
   const PagedKv& c = a.cache;
   const int G = a.num_q_heads / c.num_kv_heads;
-  const int nhb = (G + C::kHeads - 1) / C::kHeads;
-  int idx = blockIdx.x;
-  const int hb = idx % nhb;
-  idx /= nhb;
-  const int kvh = idx % c.num_kv_heads;
-  idx /= c.num_kv_heads;
-  const int s = idx % a.max_splits, row = idx / a.max_splits;
-  const int h0 = kvh * G + hb * C::kHeads;                    // q head of local row 0
-  const int nh = min(C::kHeads, G - hb * C::kHeads);          // real heads of this CTA
+  const HeadBlockCta cta = head_block_cta(a, C::kHeads);
+  const int row = cta.row, s = cta.s, kvh = cta.kvh, h0 = cta.h0, nh = cta.nh;
 
   const Split sp = read_split(a, row, s);
-  if (sp.kind == Split::skip) return;
-  if (sp.kind == Split::fill_zero || sp.kind == Split::fill_nan) {
-    fill_out_heads(a, row, h0, nh, VD, sp.kind == Split::fill_nan ? NAN : 0.0f);
-    return;
-  }
-  if (sp.kind == Split::empty) {
-    write_empty_split(a, row, s, sp.num_splits, h0, nh, VD);
-    return;
-  }
+  if (finish_without_attention(a, sp, row, s, h0, nh, VD)) return;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const int hp = warp & 1, tq = warp >> 1, fq = warp >> 1;
