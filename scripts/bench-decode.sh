@@ -12,7 +12,8 @@
 # Extra arguments go to the benchmark (e.g. --quick, --only gqa, --batches 1,64).
 # Environment: BENCH_PHASES (default "check bench torch"), BENCH_FLEX=all|some|none (default
 # some: FlexAttention compiles a kernel per shape), KVBENCH_BIN (use this binary, no build),
-# NVCC_ARCH (default sm_90).
+# NVCC_ARCH (default sm_90), NVCC_EXTRA (more nvcc flags, e.g. -DKV_CP_ASYNC_L2_PREFETCH=256),
+# BENCH_BUILD (build folder under the repo, default build-bench: one per flag set).
 # Exit status: 0 all passed; 1 the check or a benchmark configuration failed (tables still
 # written); 2 no GPU, build or usage failure.
 set -uo pipefail
@@ -28,7 +29,7 @@ status=0
 nvidia-smi -L || { echo "bench-decode: no GPU visible (nvidia-smi failed)" >&2; exit 2; }
 
 # ---- 1. build ----
-bin="${KVBENCH_BIN:-$repo/build-bench/kvbench_decode}"
+bin="${KVBENCH_BIN:-$repo/${BENCH_BUILD:-build-bench}/kvbench_decode}"
 if [ -z "${KVBENCH_BIN:-}" ]; then
   cd "$repo"
   # The paged decode: the dispatcher paged_decode.cu and one decode_*.cu per path (and the merge).
@@ -43,7 +44,7 @@ if [ -z "${KVBENCH_BIN:-}" ]; then
   for f in "${deps[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
   if [ "$stale" = 1 ]; then
     echo "bench-decode: building $bin ($arch, $(nvcc --version | tail -1))"
-    objdir="$repo/build-bench/obj"
+    objdir="$(dirname "$bin")/obj"
     mkdir -p "$objdir"
     rm -f "$objdir"/*.o
     : > "$out/build.log"
@@ -55,7 +56,7 @@ if [ -z "${KVBENCH_BIN:-}" ]; then
       # wgmma exists only in sm_90a code (as in CMakeLists.txt: this file alone, whatever NVCC_ARCH).
       archf=(-arch="$arch"); [[ "$f" == kernels/cuda/decode_mla_wgmma.cu ]] && archf=(-gencode=arch=compute_90a,code=sm_90a)
       nvcc -std=c++20 -O3 "${archf[@]}" -I"$repo" -I"$repo/src" --expt-relaxed-constexpr \
-        -lineinfo -Xcompiler=-fno-fast-math "${extra[@]}" -c "$f" -o "$o" >>"$out/build.log" 2>&1 &
+        -lineinfo -Xcompiler=-fno-fast-math ${NVCC_EXTRA:-} "${extra[@]}" -c "$f" -o "$o" >>"$out/build.log" 2>&1 &
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || status=2; done

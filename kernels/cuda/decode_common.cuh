@@ -172,10 +172,25 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 
 // 16-byte global -> shared copy that bypasses L1; `present` false writes 16 zero bytes and reads
 // nothing (the source address must still be a valid one).
+// KV_CP_ASYNC_L2_PREFETCH (build-time experiment knob, 0 by default): 128 or 256 adds the
+// .L2::128B / .L2::256B prefetch-size hint to every cache copy.
+#ifndef KV_CP_ASYNC_L2_PREFETCH
+#define KV_CP_ASYNC_L2_PREFETCH 0
+#endif
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool present) {
   const int n = present ? 16 : 0;
+#if KV_CP_ASYNC_L2_PREFETCH == 256
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(n)
+               : "memory");
+#elif KV_CP_ASYNC_L2_PREFETCH == 128
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(n)
+               : "memory");
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n)
                : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

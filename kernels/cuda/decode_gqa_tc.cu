@@ -53,11 +53,19 @@ namespace {
 
 // Shapes: <HD, 4> is the default (96 KB at head_dim 128, 2 CTAs per SM); <HD, 8> the wide one
 // (192 KB, 1 CTA per SM) for grids of at most one CTA per SM (launch_gqa; see the header comment).
-template <int HD, int W = 4>
+// KV_GQA_NARROW_WARPS / KV_GQA_STAGES: build-time experiment knobs (defaults 4 and 3).
+#ifndef KV_GQA_NARROW_WARPS
+#define KV_GQA_NARROW_WARPS 4
+#endif
+#ifndef KV_GQA_STAGES
+#define KV_GQA_STAGES 3
+#endif
+constexpr int kNarrowWarps = KV_GQA_NARROW_WARPS;
+
+template <int HD, int W = kNarrowWarps>
 struct GqaCfg {
-  static_assert(W == 4 || W == 8, "GQA fast path: 4 or 8 warps");
-  static constexpr int kWarps = W, kThreads = kWarps * 32, kStages = 3, kSub = 16;
-  static constexpr int kMinBlocks = W == 4 ? 2 : 1;
+  static_assert(W == 2 || W == 4 || W == 8, "GQA fast path: 2, 4 or 8 warps");
+  static constexpr int kWarps = W, kThreads = kWarps * 32, kStages = KV_GQA_STAGES, kSub = 16;
   static constexpr int kChunks = HD / 8;  // 16-byte chunks of a row
   static constexpr int kRowBytes = HD * 2;
   static constexpr int kTileBytes = kSub * kRowBytes;  // K (or V) of a sub-tile
@@ -67,6 +75,8 @@ struct GqaCfg {
   static constexpr int kNTiles = HD / 8;
   static constexpr int kLoads = kSub * kChunks / 32;  // 16-byte copies per lane, K (and V)
   static constexpr int kMaxGroup = 8;
+  // CTAs per SM that the shared memory allows (227 KB opt-in, 1 KB reserved per CTA), at most 4.
+  static constexpr int kMinBlocks = (232448 / (kSmem + 1024)) < 4 ? (232448 / (kSmem + 1024)) : 4;
   static_assert(HD == 64 || HD == 128, "GQA fast path: head_dim 64 or 128");
   static_assert(kWarps * kMaxGroup * HD * 4 + 2 * kWarps * kMaxGroup * 4 <= kSmem,
                 "the final warp merge reuses the ring");
@@ -343,12 +353,12 @@ void launch_gqa(const PagedDecodeArgs& a, cudaStream_t stream) {
     if (small && device_smem_optin() >= GqaCfg<128, 8>::kSmem)
       launch_shape<128, 8>(a, ctas, l2, stream);
     else
-      launch_shape<128, 4>(a, ctas, l2, stream);
+      launch_shape<128, kNarrowWarps>(a, ctas, l2, stream);
   } else {
     if (small && device_smem_optin() >= GqaCfg<64, 8>::kSmem)
       launch_shape<64, 8>(a, ctas, l2, stream);
     else
-      launch_shape<64, 4>(a, ctas, l2, stream);
+      launch_shape<64, kNarrowWarps>(a, ctas, l2, stream);
   }
 }
 

@@ -101,6 +101,22 @@ enum NamedBarrier : int { kBarKFull = 1, kBarPFull = 2, kBarPEmpty = 3, kBarKFre
 constexpr int kBarThreads = 256;
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
+// KV_MLA_WGMMA_SYNC_HANDOFFS (a diagnostic build, off by default): every producer-side
+// `bar.arrive` of the bf16 pipeline becomes a `bar.sync`, and WG1 takes KFree before KFull(t + 1)
+// so that the all-sync order cannot deadlock. compute-sanitizer racecheck does not model ordering
+// through `bar.arrive` (tests/bench/racecheck_probe.cu shows it on a minimal ping-pong); this
+// build lets it check the same data flow with orderings it does model (results/sanitizer.md).
+#ifndef KV_MLA_WGMMA_SYNC_HANDOFFS
+#define KV_MLA_WGMMA_SYNC_HANDOFFS 0
+#endif
+__device__ __forceinline__ void handoff(int id) {
+  if constexpr (KV_MLA_WGMMA_SYNC_HANDOFFS) {
+    named_sync(id, kBarThreads);
+  } else {
+    named_arrive(id, kBarThreads);
+  }
+}
+
 // Where the cache rows of a split's tiles are: tiles of 64 tokens from tb0, the first entry of the
 // split's first block, up to tb1, one past the last entry of its last block.
 struct TileSrc {
@@ -312,7 +328,7 @@ __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (
     sScale[acc_row(w, 2)] = f[1];
   }
   fence_proxy_async();
-  named_arrive(kBarPFull, kBarThreads);
+  handoff(kBarPFull);
   rescale_o(o, f[0], f[1]);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) fence_regs(pa[kk]);
@@ -416,27 +432,30 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
                         sp, w, t > 0);
         // KFree[t % 2]: our next arrival on this id (t + 2) follows KFull(t + 2), which WG1
         // arrives only after it has synced here for t.
-        if (t + 2 < n_tiles) named_arrive(kBarKFree + (t & 1), kBarThreads);
+        if (t + 2 < n_tiles) handoff(kBarKFree + (t & 1));
       }
     } else {
       cp_async_wait<1>();  // tile 0 (this thread's part)
       fence_proxy_async();
-      named_arrive(kBarKFull, kBarThreads);
+      handoff(kBarKFull);
       for (int t = 0; t < n_tiles; ++t) {
         const uint32_t k_addr = k_addr0 + (t & 1) * C::kTileBytes;
         // PFull: WG0 arrives for t + 1 only after syncing PEmpty(t), which we arrive below.
         wg1_issue<false>(o, p_addr, k_addr, sScale, w);
+        // (Diagnostic build: KFree first, see handoff.)
+        if (KV_MLA_WGMMA_SYNC_HANDOFFS && t + 2 < n_tiles) named_sync(kBarKFree + (t & 1), kBarThreads);
         if (t + 1 < n_tiles) {  // while our P·V(t) runs: tile t + 1 to WG0
           cp_async_wait<0>();   // tile t + 1, the only group in flight
           fence_proxy_async();
-          named_arrive(kBarKFull, kBarThreads);
+          handoff(kBarKFull);
         }
         wg1_finish(o);
         // PEmpty: our arrival for t + 1 follows PFull(t + 1), which WG0 arrives after syncing
         // here for t.
-        if (t + 1 < n_tiles) named_arrive(kBarPEmpty, kBarThreads);
+        if (t + 1 < n_tiles) handoff(kBarPEmpty);
         if (t + 2 < n_tiles) {
-          named_sync(kBarKFree + (t & 1), kBarThreads);  // WG0's P·V(t) is done with the buffer
+          // WG0's P·V(t) is done with the buffer.
+          if (!KV_MLA_WGMMA_SYNC_HANDOFFS) named_sync(kBarKFree + (t & 1), kBarThreads);
           load_tile_bf16(src, t + 2, k_addr, w);
           cp_async_commit();
         }

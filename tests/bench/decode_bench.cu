@@ -4,8 +4,9 @@
 //
 //   kvbench_decode [--json FILE] [--batches 1,16,64,128] [--contexts 1024,8192,32768]
 //                  [--splits 1,2,4,...] [--only gqa|mla] [--path automatic|generic|gqa_tc|mla_tc|mla_wgmma]
-//                  [--mla-block-size 64] [--samples 7] [--quick]
-//   kvbench_decode --check [--seed N] [--verbose]
+//                  [--mla-block-size 64] [--samples 7] [--tables shuffled|sequential]
+//                  [--page-layout nhd|hnd] [--quick]
+//   kvbench_decode --check [--seed N] [--path P] [--verbose]   (--path: that path alone)
 //
 // Bench mode, in one run on one GPU: (a) a device-to-device copy (bytes read + written, median of
 // 20) as the bandwidth ceiling; (b) GQA decode, 32 q / 8 kv heads, head_dim 128, bf16, block 16;
@@ -50,8 +51,8 @@ std::vector<int> parse_list(const char* s) {
   std::fprintf(stderr,
                "kvbench_decode: %s\nusage: kvbench_decode [--json FILE] [--batches LIST] "
                "[--contexts LIST] [--splits LIST] [--only gqa|mla] [--path P] "
-               "[--mla-block-size N] [--samples N] [--quick]\n       kvbench_decode --check "
-               "[--seed N] [--verbose]\n",
+               "[--mla-block-size N] [--samples N] [--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]\n       kvbench_decode --check "
+               "[--seed N] [--path P] [--verbose]\n",
                why);
   std::exit(2);
 }
@@ -76,10 +77,22 @@ Options parse(int argc, char** argv) {
     else if (a == "--path") o.run.path = value();
     else if (a == "--mla-block-size") o.mla_block_size = std::atoi(value());
     else if (a == "--samples") o.run.samples = std::max(1, std::atoi(value()));
+    else if (a == "--page-layout") {
+      const std::string t = value();
+      if (t != "nhd" && t != "hnd") usage("--page-layout takes nhd or hnd");
+      o.run.head_major = t == "hnd";
+    } else if (a == "--tables") {
+      const std::string t = value();
+      if (t != "shuffled" && t != "sequential") usage("--tables takes shuffled or sequential");
+      o.run.shuffled_tables = t == "shuffled";
+    }
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
   if (!o.only.empty() && o.only != "gqa" && o.only != "mla") usage("--only takes gqa or mla");
+  if (o.run.path != "automatic" && o.run.path != "generic" && o.run.path != "gqa_tc" &&
+      o.run.path != "mla_tc" && o.run.path != "mla_wgmma")
+    usage("--path takes automatic, generic, gqa_tc, mla_tc or mla_wgmma");
   if (o.quick) {  // a smoke run: small shapes, few points
     o.batches = {1, 16};
     o.contexts = {1024, 8192};
@@ -152,7 +165,7 @@ std::vector<DecodeShape> shapes(const Options& o) {
 }
 
 int run(const Options& o) {
-  if (o.check) return run_decode_check(o.seed, o.verbose) == 0 ? 0 : 1;
+  if (o.check) return run_decode_check(o.seed, o.verbose, o.run.path) == 0 ? 0 : 1;
 
   DeviceInfo dev = device_info();
   dev.copy_tbps = copy_bandwidth_tbps();

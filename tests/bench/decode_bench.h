@@ -10,8 +10,9 @@
 
 namespace kv::bench {
 
-// Every CUDA decode path against host::paged_decode on random shapes; returns the failure count.
-int run_decode_check(uint64_t seed, bool verbose);
+// Every CUDA decode path (or only `path`, by its name; "automatic": all) against
+// host::paged_decode on random shapes; returns the failure count.
+int run_decode_check(uint64_t seed, bool verbose, const std::string& path);
 
 // One decode configuration of the benchmark.
 struct DecodeShape {
@@ -54,6 +55,8 @@ struct RunOptions {
   double rotate_bytes = 0.0;     // input bytes to rotate over (0: 8 x L2, at least 512 MB)
   std::string path = "automatic";
   int check_rows = 2;            // rows compared with the generic path
+  bool shuffled_tables = true;   // false: each row's blocks in ascending, adjacent ids
+  bool head_major = false;       // true: pages [head][entry][feature] (HND) instead of NHD
 };
 
 BenchResult run_decode_config(const DecodeShape& shape, const RunOptions& opt, double copy_tbps);

@@ -294,6 +294,8 @@ struct Tally {
   int runs[5] = {0, 0, 0, 0, 0};
   double max_err[5] = {0, 0, 0, 0, 0};
   bool verbose = false;
+  int only = -1;  // a DecodePath: check that path alone (--check --path P); -1: every path
+  bool wants(DecodePath p) const { return only < 0 || int(p) == only; }
 
   void fail(const std::string& what) {
     ++failed;
@@ -314,6 +316,7 @@ void check_paths(HostCase& h, Tally& t,
                  const std::function<std::string(const std::vector<float>&)>& extra = {}) {
   DeviceCase d(h);
   for (DecodePath p : kPaths) {
+    if (!t.wants(p)) continue;
     const PagedDecodeArgs a = d.args(h);
     if (!cuda::decode_path_supports(a, p, nullptr)) continue;
     const std::string name = std::string(cuda::decode_path_name(p)) + " " + describe(h.s);
@@ -515,6 +518,7 @@ void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
     HostCase h = make_case(s, rng);
     DeviceCase d(h);
     for (DecodePath p : kPaths) {
+      if (!t.wants(p)) continue;
       PagedDecodeArgs a = d.args(h);
       if (!cuda::decode_path_supports(a, p, nullptr)) continue;
       const std::string name = std::string("graph ") + cuda::decode_path_name(p) + " " + describe(s);
@@ -579,6 +583,7 @@ void broken_plans(Rng& rng, Tally& t) {
     h.meta[kDecodeMetaHeader + 1] = h.max_splits + 1;  // the host throws; the device writes NaN
     DeviceCase d(h);
     for (DecodePath p : kPaths) {
+      if (!t.wants(p)) continue;
       const PagedDecodeArgs a = d.args(h);
       if (!cuda::decode_path_supports(a, p, nullptr)) continue;
       const std::string name = std::string("broken plan ") + cuda::decode_path_name(p) + " " + describe(s);
@@ -605,10 +610,12 @@ void broken_plans(Rng& rng, Tally& t) {
 
 }  // namespace
 
-int run_decode_check(uint64_t seed, bool verbose) {
+int run_decode_check(uint64_t seed, bool verbose, const std::string& path) {
   Rng rng(seed);
   Tally t;
   t.verbose = verbose;
+  for (DecodePath p : kPaths)
+    if (path == cuda::decode_path_name(p)) t.only = int(p);
   std::printf("decode check: every CUDA decode path against host::paged_decode (seed %llu)\n",
               static_cast<unsigned long long>(seed));
   std::fflush(stdout);
@@ -629,7 +636,8 @@ int run_decode_check(uint64_t seed, bool verbose) {
     std::fflush(stdout);
   }
   for (DecodePath p : kPaths)
-    std::printf("  path %-8s %5d runs, max relative L2 error vs host %.3g (tolerance %s)\n",
+    if (t.wants(p))
+      std::printf("  path %-8s %5d runs, max relative L2 error vs host %.3g (tolerance %s)\n",
                 cuda::decode_path_name(p), t.runs[int(p)], t.max_err[int(p)],
                 cuda::decode_path_rounds_operands(p) ? "2e-2 bf16 / 5e-3 fp8" : "1e-4");
   // Every path must have run; mla_wgmma only exists on compute capability 9.0 (sm_90a code).
@@ -639,7 +647,7 @@ int run_decode_check(uint64_t seed, bool verbose) {
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const bool hopper = major == 9 && minor == 0;
   for (DecodePath p : kPaths) {
-    if (t.runs[int(p)] != 0) continue;
+    if (!t.wants(p) || t.runs[int(p)] != 0) continue;
     if (p == DecodePath::mla_wgmma && !hopper)
       std::printf("  path mla_wgmma not run: needs compute capability 9.0, this GPU is %d.%d\n",
                   major, minor);

@@ -39,7 +39,8 @@ size_t cache_bytes(const DecodeShape& s, int64_t blocks) {
   return size_t(page * blocks * (s.latent ? 1 : 2));
 }
 
-Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t seed) {
+Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t seed,
+                   bool shuffled, bool head_major) {
   Inputs in;
   in.sets = sets;
   in.max_splits_cap = max_splits_cap;
@@ -48,6 +49,10 @@ Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t 
   in.cache = DevBuf(cache_bytes(s, blocks));
   in.desc = make_paged_kv(in.cache.as(), KvLayout::plain, s.dtype, int32_t(blocks), s.block_size,
                           s.kv_heads, s.head_dim);
+  if (head_major) {  // --page-layout hnd: within a page [head][entry][feature], same page size
+    in.desc.k_stride_head = in.desc.v_stride_head = int64_t(s.block_size) * s.head_dim;
+    in.desc.k_stride_token = in.desc.v_stride_token = s.head_dim;
+  }
   if (s.latent) {  // one latent page per block; V reads its first v_dim features
     in.desc.v = in.desc.k;
     in.desc.v_stride_block = in.desc.k_stride_block;
@@ -59,9 +64,11 @@ Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t 
   fill_uniform(in.cache.as(), elems, s.dtype, -1.0f, 1.0f, in.desc.k_scale, seed, nullptr);
 
   // Shuffled block ids: consecutive tokens of a row live in unrelated blocks, as after churn.
+  // Sequential (--tables sequential): a row's blocks are adjacent in memory, the layout a fresh
+  // cache gives, to tell the cost of scattered pages from the kernel's own.
   std::vector<int32_t> ids(blocks - 1);
   std::iota(ids.begin(), ids.end(), 1);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  if (shuffled) std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
   in.tables = upload(ids);  // [set][row][table_stride]: exactly the shuffled ids, in order
   in.lens = upload(std::vector<int32_t>(s.batch, s.context));
 
@@ -221,7 +228,8 @@ BenchResult run_decode_config(const DecodeShape& s, const RunOptions& opt, doubl
   }
 
   try {
-    Inputs in = make_inputs(s, r.input_sets, cap, 0x5eed + s.batch * 131 + s.context);
+    Inputs in = make_inputs(s, r.input_sets, cap, 0x5eed + s.batch * 131 + s.context,
+                            opt.shuffled_tables, opt.head_major);
     cuda::DecodePath path = parse_path(opt.path);
     {
       DevBuf meta = upload_plan(s, 1);
