@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Time every scenario on the host device and write results/host-speed.md.
+# Time every scenario on the host device and write results/host-speed.md (not scenarios/gpu/:
+# GPU scale, hours on the host device; scripts/bench-e2e.sh times them on cuda).
 # Usage: scripts/bench-host.sh [KVCHECK]   (default: build/kvcheck; build it first)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +18,7 @@ trap 'rm -rf "$runs"' EXIT
   echo
   echo "| scenario | verdict | epochs | tokens | blocks allocated | wall (s) | check share |"
   echo "|---|---|---|---|---|---|---|"
-  find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' | sort | while read -r f; do
+  find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' -not -path '*/gpu/*' | sort | while read -r f; do
     start=$(date +%s.%N)
     "$kvcheck" run "$f" --json -q --out "$runs" > "$runs/result.json" || true
     end=$(date +%s.%N)
