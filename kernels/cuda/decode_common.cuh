@@ -327,4 +327,33 @@ inline bool cache_aligned16(const PagedKv& c, bool check_v) {
          (!check_v || ok(c.v, c.v_stride_block, c.v_stride_token, c.v_stride_head));
 }
 
+// What both MLA paths (mla_tc, mla_wgmma) need of the descriptor: head_dim 576 with v_dim 512,
+// V the latent K itself, a bf16 or fp8 cache, power-of-two blocks, 16-byte alignment, and `smem`
+// bytes of opt-in shared memory. On false, *why (when given) says what is missing.
+inline bool mla_descriptor_ok(const PagedDecodeArgs& a, int smem, std::string* why) {
+  const PagedKv& c = a.cache;
+  auto no = [&](const char* r) {
+    if (why) *why = r;
+    return false;
+  };
+  if (c.dtype != DType::bf16 && c.dtype != DType::fp8_e4m3)
+    return no("cache dtype is not bf16/fp8");
+  if (c.head_dim != 576 || v_dim_of(a) != 512) return no("not head_dim 576 with v_dim 512");
+  if (c.v != c.k || c.v_stride_block != c.k_stride_block || c.v_stride_token != c.k_stride_token ||
+      c.v_stride_head != c.k_stride_head)
+    return no("V is not the latent K (cache.v != cache.k or different strides)");
+  if (!is_pow2(c.block_size)) return no("block size is not a power of two");
+  if (!cache_aligned16(c, false)) return no("cache pointer/strides are not 16-byte aligned");
+  if (device_smem_optin() < smem) return no("device shared memory below 227 KB");
+  return true;
+}
+
+// CTAs of a grid of (row, split, kv head, block of `heads` q heads), the order head_block_cta
+// decodes.
+inline int64_t head_block_grid(const PagedDecodeArgs& a, int heads) {
+  const int G = a.num_q_heads / a.cache.num_kv_heads;
+  const int64_t nhb = (G + heads - 1) / heads;
+  return static_cast<int64_t>(a.num_rows) * a.max_splits * a.cache.num_kv_heads * nhb;
+}
+
 }  // namespace kv::cuda::decode_detail

@@ -371,26 +371,11 @@ __global__ void __launch_bounds__(256, 1)
 // =================================================================================================
 
 bool mla_ok(const PagedDecodeArgs& a, std::string* why) {
-  const PagedKv& c = a.cache;
-  auto no = [&](const char* r) {
-    if (why) *why = r;
-    return false;
-  };
-  if (c.dtype != DType::bf16 && c.dtype != DType::fp8_e4m3) return no("cache dtype is not bf16/fp8");
-  if (c.head_dim != 576 || v_dim_of(a) != 512) return no("not head_dim 576 with v_dim 512");
-  if (c.v != c.k || c.v_stride_block != c.k_stride_block || c.v_stride_token != c.k_stride_token ||
-      c.v_stride_head != c.k_stride_head)
-    return no("V is not the latent K (cache.v != cache.k or different strides)");
-  if (!is_pow2(c.block_size)) return no("block size is not a power of two");
-  if (!cache_aligned16(c, false)) return no("cache pointer/strides are not 16-byte aligned");
-  if (device_smem_optin() < MlaCfg<false>::kSmem) return no("device shared memory below 227 KB");
-  return true;
+  return mla_descriptor_ok(a, MlaCfg<false>::kSmem, why);
 }
 
 void launch_mla(const PagedDecodeArgs& a, cudaStream_t stream) {
-  const int G = a.num_q_heads / a.cache.num_kv_heads;
-  const int64_t nhb = (G + 63) / 64;
-  const int64_t ctas = static_cast<int64_t>(a.num_rows) * a.max_splits * a.cache.num_kv_heads * nhb;
+  const int64_t ctas = head_block_grid(a, MlaCfg<false>::kHeads);
   const int l2 = log2_of(a.cache.block_size);
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_kernel<true>>(MlaCfg<true>::kSmem);

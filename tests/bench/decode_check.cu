@@ -343,17 +343,6 @@ void check_paths(HostCase& h, Tally& t,
   }
 }
 
-std::vector<int32_t> row_lengths(Rng& rng, int rows, int bs, int longest) {
-  if (rows == 1) return {std::min(longest, 2 * bs + 1)};
-  std::vector<int32_t> lens(rows);
-  for (int i = 0; i < rows; ++i)
-    lens[i] = i % 5 == 0   ? 0
-              : i % 5 == 1 ? 1
-              : i % 5 == 2 ? std::min(longest, 3 * bs)
-                           : test::random_int(rng, 2, longest);
-  return lens;
-}
-
 // ---- the case families ----
 
 void shapes_and_dtypes(Rng& rng, Tally& t) {
@@ -372,7 +361,8 @@ void shapes_and_dtypes(Rng& rng, Tally& t) {
             s.kv_heads = 2;
             s.ratio = ratio;
             s.head_dim = dt == DType::bf16 ? (n % 2 ? 128 : 64) : head_dims[n % 6];
-            s.lens = row_lengths(rng, (n % 3 == 0) ? 1 : (n % 3 == 1 ? 5 : 23), bs, 6 * bs + 3);
+            const int rows = (n % 3 == 0) ? 1 : (n % 3 == 1 ? 5 : 23);
+            s.lens = test::row_lengths(rng, rows, bs, 6 * bs + 3);
             s.plan = plan;
             s.engine_splits = 1 + n % 5;
             if (dt == DType::fp8_e4m3) s.k_scale = 0.03f, s.v_scale = 0.02f;
@@ -408,7 +398,7 @@ void long_rows_and_v_dim(Rng& rng, Tally& t) {
     s.ratio = 2;
     s.head_dim = 40;
     s.v_dim = 24;
-    s.lens = row_lengths(rng, 5, 16, 100);
+    s.lens = test::row_lengths(rng, 5, 16, 100);
     s.plan = Plan::engine;
     HostCase h = make_case(s, rng);
     h.run_host();
@@ -432,7 +422,7 @@ void mla_shapes(Rng& rng, Tally& t) {
           s.head_dim = 576;
           s.v_dim = 512;
           const int longest = G == 128 ? 200 : 300;
-          s.lens = row_lengths(rng, G == 128 ? 3 : 5, bs, longest);
+          s.lens = test::row_lengths(rng, G == 128 ? 3 : 5, bs, longest);
           s.plan = plan;
           s.engine_splits = 1 + n % 4;
           if (dt == DType::fp8_e4m3) s.k_scale = 0.03f, s.v_scale = 0.025f;

@@ -110,6 +110,19 @@ inline double rel_l2(const float* out, const double* ref, int n) {
   return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Awkward decode row lengths: every fifth row empty, then single-token, then exactly 3 blocks,
+// then random in [2, longest]; a lone row gets 2 blocks + 1 token. Lengths never pass `longest`.
+inline std::vector<int32_t> row_lengths(Rng& rng, int32_t rows, int32_t bs, int32_t longest) {
+  if (rows == 1) return {std::min(longest, 2 * bs + 1)};
+  std::vector<int32_t> lens(rows);
+  for (int32_t i = 0; i < rows; ++i)
+    lens[i] = i % 5 == 0   ? 0
+              : i % 5 == 1 ? 1
+              : i % 5 == 2 ? std::min(longest, 3 * bs)
+                           : random_int(rng, 2, longest);
+  return lens;
+}
+
 inline bool all_finite(const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return false;

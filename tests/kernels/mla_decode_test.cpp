@@ -66,17 +66,6 @@ void check_case(const MlaCase& c) {
   }
 }
 
-std::vector<int32_t> row_lengths(Rng& rng, int32_t rows, int32_t bs) {
-  if (rows == 1) return {2 * bs + 1};
-  std::vector<int32_t> lens(rows);
-  for (int32_t i = 0; i < rows; ++i)
-    lens[i] = i % 5 == 0   ? 0
-              : i % 5 == 1 ? 1
-              : i % 5 == 2 ? 3 * bs
-                           : random_int(rng, 2, 6 * bs + 3);
-  return lens;
-}
-
 struct CacheType {
   DType dtype;
   float scale;
@@ -101,9 +90,9 @@ TEST(MlaDecode, MatchesFloat64AcrossRanksHeadsBlockSizesAndDtypes) {
                            << "R " << rp[0] << " P " << rp[1] << " heads " << heads << " bs " << bs
                            << " " << dtype_name(ct.dtype) << " scale " << ct.scale << " rows "
                            << rows << " chunk " << chunk_blocks);
-              MlaSetup s{
-                  rp[0],       rp[1], heads, bs, ct.dtype, ct.scale, row_lengths(rng, rows, bs),
-                  chunk_blocks};
+              MlaSetup s{rp[0],    rp[1],    heads,
+                         bs,       ct.dtype, ct.scale,
+                         row_lengths(rng, rows, bs, 6 * bs + 3), chunk_blocks};
               MlaCase c = make_case(s, rng);
               host::paged_decode(c.d.args());
               check_case(c);

@@ -148,17 +148,6 @@ void check_case(DecodeCase& c) {
   }
 }
 
-std::vector<int32_t> row_lengths(Rng& rng, int32_t rows, int32_t bs) {
-  if (rows == 1) return {2 * bs + 1};
-  std::vector<int32_t> lens(rows);
-  for (int32_t i = 0; i < rows; ++i)
-    lens[i] = i % 5 == 0   ? 0
-              : i % 5 == 1 ? 1
-              : i % 5 == 2 ? 3 * bs
-                           : random_int(rng, 2, 6 * bs + 3);
-  return lens;
-}
-
 TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans) {
   Rng rng(21);
   int cases = 0;
@@ -171,7 +160,8 @@ TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans)
               SCOPED_TRACE(testing::Message()
                            << dtype_name(dt) << " layout " << int(layout) << " bs " << bs
                            << " rows " << rows << " gqa " << ratio << " plan " << int(plan));
-              DecodeSetup s{layout, dt, bs, 2, ratio, 12, row_lengths(rng, rows, bs), plan};
+              DecodeSetup s{layout, dt,  bs, 2, ratio, 12, row_lengths(rng, rows, bs, 6 * bs + 3),
+                            plan};
               DecodeCase c = make_case(s, rng);
               host::paged_decode(c.args());
               check_case(c);
