@@ -5,7 +5,8 @@
 // Reference: kernels/host/paged_decode.cpp (the spec). Split plan, masking and NaN rules shared by
 // every path: the header comment of kernels/cuda/paged_decode.cu; byte/flop floors: results/
 // decode-bench.md. Tile layouts, descriptors and GEMM chains: kernels/cuda/mla_wgmma_tiles.cuh,
-// checked on a GPU by tests/bench/wgmma_probe.cu. Built into kv_cuda by the top-level CMakeLists as
+// checked on a GPU by tests/bench/wgmma_probe.cu; the loads, Q, the softmax and each warpgroup's
+// part of a tile: kernels/cuda/mla_wgmma_steps.cuh. Built into kv_cuda by the top-level CMakeLists as
 // its own object library, for sm_90a whatever CMAKE_CUDA_ARCHITECTURES says; alone:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. -Isrc -Xptxas -v -c kernels/cuda/decode_mla_wgmma.cu
 // Built for anything but sm_90a the kernel body is compiled out and mla_wgmma_ok says no.
@@ -44,23 +45,32 @@ __device__ int g_mla_wgmma_image = KV_MLA_WGMMA_IMAGE;
 // is matrix-bound; mma.sync (the mla_tc path) runs at about half of wgmma's rate on Hopper.
 //
 // CTA = (row, split, kv head, 64-head block), as mla_tc: the two CTAs of a 128-head row read the
-// same tiles back to back (the second read hits L2). 256 threads = two warpgroups, each owning 64
-// heads x 256 features of O (128 float registers per thread). S = Q·K^T is 36 x m64n64k16 (Q and
-// K from shared memory), P·V 4 x m64n256k16 per half (V read MN-major from the same K tile).
+// same tiles back to back (the second read hits L2). 256 threads = two warpgroups:
+//   WG0: S = Q·K^T (36 x m64n64k16, Q and K from shared memory), the online softmax on the
+//        accumulators (a warp owns 16 whole rows: no cross-warp reduction), P to shared memory for
+//        WG1, then O[:, 0:256] += P·V (4 x m64n256k16, P from its registers, V MN-major);
+//   WG1: the loader (cp.async of the next tile while WG0 computes this one), then O[:, 256:512] +=
+//        P·V with P from shared memory.
+// Each warpgroup owns 64 heads x 256 features of O: 128 float registers per thread.
 //
-// bf16: the seesaw of mla_wgmma_steps.cuh (FlashMLA's schedule): both warpgroups compute S, of
-// alternate tiles, so that one's softmax runs under the other's matrix work; K is refilled in
-// k-block pieces by cp.async with mbarrier arrivals as soon as each piece's last reader is done.
-// Shared memory (tiles 1024-byte aligned, layout of mla_wgmma_tiles.cuh):
-//   Q 72 KB (its k-block 8 holds P of the odd tile) | K 2 x 72 KB | P of the even tile 8 KB |
-//   running max, rescale factors, row sums, q factors, 18 mbarriers.
-//
-// fp8: Q | one 16-bit K tile | two raw e4m3 stages of 36 KB | P ...: WG1 cp.asyncs the raw stages
+// Shared memory (bf16; tiles 1024-byte aligned, layout of mla_wgmma_tiles.cuh):
+//   Q 72 KB | K tile 0 72 KB | K tile 1 72 KB | P 8 KB | rescale, row max, row sum, q factors.
+// fp8: Q | one 16-bit K tile | two raw e4m3 stages of 36 KB | P ...: cp.async fills the raw stages
 // two tiles ahead, all 256 threads convert a stage into the 16-bit tile (e4m3 -> f16 is exact) when
-// the previous tile is done with it; WG0 runs S, the softmax and its P·V half, WG1 the other half
-// with P from shared memory (PFull). fp8 runs on f16 operands (q scaled per head by a power of two,
+// the previous tile is done with it. fp8 runs on f16 operands (q scaled per head by a power of two,
 // as in mla_tc), so it does the same matrix work per token as bf16 for half the bytes: it cannot
 // be faster per token than bf16, and the conversion is not overlapped with the MMAs.
+//
+// bf16 pipeline, tile t in buffer t % 2, named barriers (producer arrives, consumer syncs, 256):
+//   KFull     WG1 -> WG0   tile t is in shared memory (cp.async waited, proxy-fenced); WG1
+//                          signals t + 1 while its P·V(t) still runs, so WG0 goes on at once;
+//   PFull     WG0 -> WG1   P(t) and its row rescale factors are in shared memory;
+//   PEmpty    WG1 -> WG0   WG1's P·V(t) is done: P may be overwritten;
+//   KFree[2]  WG0 -> WG1   WG0's P·V(t) is done: buffer t % 2 may be refilled with tile t + 2
+//                          (two ids by parity: WG0 could otherwise arrive for t + 1 before WG1 has
+//                          waited for t).
+// Tile t + 2 is loaded while WG0 computes tile t + 1. Every barrier has at most one arrival phase
+// outstanding by construction (argued per barrier in the loops below).
 //
 // What the host does and this keeps: scores of entries outside [start, end) are -inf (their K never
 // matters), P·V runs over every entry of every block the split touches (p = 0 times a stale NaN in
@@ -76,34 +86,15 @@ struct WgmmaCfg : MlaShape {
   static constexpr int kOffK = kOffQ + kTileBytes;
   static constexpr int kOffRaw = kOffK + (kFp8 ? 1 : 2) * kTileBytes;
   static constexpr int kOffP = kOffRaw + (kFp8 ? 2 * kRawTileBytes : 0);
-  static constexpr int kOffM = kOffP + kKBlockBytes;         // float[64]: running max (log2 units)
-  static constexpr int kOffScale0 = kOffM + 4 * kHeads;      // float[64]: O rescale (fp8: for P)
-  static constexpr int kOffScale1 = kOffScale0 + 4 * kHeads;  // float[64]: WG1's (seesaw)
-  static constexpr int kOffL = kOffScale1 + 4 * kHeads;      // float[2][64]: each WG's row sums
-  static constexpr int kOffQf = kOffL + 8 * kHeads;          // float[64]: score factor (log2 units)
-  static constexpr int kOffQmul = kOffQf + 4 * kHeads;       // float[64]: q multiplier (fp8)
-  static constexpr int kOffBar = kOffQmul + 4 * kHeads;      // 18 mbarriers (bf16)
-  static constexpr int kSmem = kOffBar + (kFp8 ? 0 : 18 * 8) + 1024;  // + aligning the base
+  static constexpr int kOffScale = kOffP + kKBlockBytes;   // float[64]: rescale of O for P's rows
+  static constexpr int kOffRowM = kOffScale + 4 * kHeads;  // float[64]: final max (log2 units)
+  static constexpr int kOffRowD = kOffRowM + 4 * kHeads;   // float[64]: final sum
+  static constexpr int kOffQf = kOffRowD + 4 * kHeads;     // float[64]: score factor (log2 units)
+  static constexpr int kOffQmul = kOffQf + 4 * kHeads;     // float[64]: q multiplier (fp8)
+  static constexpr int kSmem = kOffQmul + 4 * kHeads + 1024;  // + aligning the base to 1024
   static_assert(kOffK % 1024 == 0 && kOffRaw % 1024 == 0 && kOffP % 1024 == 0, "1024-byte tiles");
-  static_assert(kOffBar % 8 == 0, "mbarriers are 8-byte aligned");
   static_assert(kSmem <= 232448, "needs the 227 KB shared-memory opt-in of sm_90");
 };
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-// S of tile 0 (WG0) and tile 1 (WG1), before the seesaw's first pair.
-__device__ __forceinline__ void seesaw_first_s(const Seesaw& z, float (&s)[32],
-                                               const uint32_t (&q8)[4][4], int wg) {
-  if (wg == 0) {
-    seesaw_qk<true, 0, 1, 2, 3, 4, 5, 6, 7, 8>(z, s, q8, 0, 0);
-  } else if (z.n_tiles > 1) {
-    seesaw_qk<true, 4, 5, 6, 7, 8, 0, 1, 2, 3>(z, s, q8, 1, 0);
-  }
-  wgmma_wait<0>();
-  fence_regs(s);
-}
-
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 template <bool kFp8>
 __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
@@ -121,9 +112,9 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
   uint8_t* smem = smem_dyn + ((1024u - (smem_u32(smem_dyn) & 1023u)) & 1023u);
   uint8_t* sQ = smem + C::kOffQ;
   uint8_t* sP = smem + C::kOffP;
-  float* sM = reinterpret_cast<float*>(smem + C::kOffM);
-  float* sScale0 = reinterpret_cast<float*>(smem + C::kOffScale0);
-  float* sL = reinterpret_cast<float*>(smem + C::kOffL);
+  float* sScale = reinterpret_cast<float*>(smem + C::kOffScale);
+  float* sRowM = reinterpret_cast<float*>(smem + C::kOffRowM);
+  float* sRowD = reinterpret_cast<float*>(smem + C::kOffRowD);
   float* sQf = reinterpret_cast<float*>(smem + C::kOffQf);
   float* sQmul = reinterpret_cast<float*>(smem + C::kOffQmul);
   const int tid = threadIdx.x, wg = tid >> 7, w = tid & 127, q4 = tid & 3;
@@ -143,69 +134,71 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
   const uint32_t q_addr = smem_u32(sQ), p_addr = smem_u32(sP);
   const uint32_t k_addr0 = smem_u32(smem + C::kOffK), raw_addr0 = smem_u32(smem + C::kOffRaw);
 
-  float o[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-  float l[2] = {0.0f, 0.0f};  // this thread's share of its rows' sums
-
-  if constexpr (!kFp8) {
-    Seesaw z;
-    z.src = src;
-    z.q = q_addr;
-    z.k[0] = k_addr0;
-    z.k[1] = k_addr0 + C::kTileBytes;
-    z.p0 = p_addr;
-    z.p1 = q_addr + 8 * kKBlockBytes;  // Q's k-block 8, in registers from the start
-    z.p0_ptr = sP;
-    z.p1_ptr = sQ + 8 * kKBlockBytes;
-    z.bars = smem_u32(smem + C::kOffBar);
-    z.sM = sM;
-    z.sScale0 = sScale0;
-    z.sScale1 = reinterpret_cast<float*>(smem + C::kOffScale1);
-    z.n_tiles = n_tiles;
-    z.start = sp.start;
-    z.end = sp.end;
-    if (tid < 18) mbar_init(z.bars + 8 * tid, 128);
-    if (tid < C::kHeads) sM[tid] = -INFINITY;
-    __syncthreads();  // the mbarriers are initialised
-    // Tiles 0 and 1 start loading before Q is converted, k-blocks 0-3 by WG0 and 4-8 by WG1 as
-    // in the seesaw's refills.
-    for (int t = 0; t < 2 && t < n_tiles; ++t) {
-      int blk[4];
-      src.blocks(t, w, blk);
-      if (wg == 0) {
-        load_kblocks<0, 4>(src, t, blk, z.k[t], w, z.bar(t, 0));
-      } else {
-        load_kblocks<4, 9>(src, t, blk, z.k[t], w, z.bar(t, 0));
-      }
-    }
-    if (KV_MLA_SEESAW_PREFETCH && 2 + wg < n_tiles) prefetch_tile(src, 2 + wg, w);
-    load_q<false>(a, row, h0, nh, sQ, sQf, sQmul);
-    fence_proxy_async();
-    __syncthreads();  // Q and the score factors are ready
-    uint32_t q8[4][4];
-    load_q8(sQ, w, q8);
-    const float sl2[2] = {sQf[r0], sQf[r1]};
-    float sacc[32];
-    seesaw_first_s(z, sacc, q8, wg);
-    if (wg == 0) {
-      seesaw_wg0(z, o, l, sacc, q8, sl2, w);
-    } else {
-      seesaw_wg1(z, o, l, sacc, q8, sl2, w);
-    }
-  } else {
-    // The first two tiles start loading before Q is converted.
-    if (wg == 1) {
+  // The first two tiles start loading before Q is converted.
+  if (wg == 1) {
+    if constexpr (kFp8) {
       load_tile_raw(src, 0, raw_addr0, w);
       cp_async_commit();
       if (n_tiles > 1) load_tile_raw(src, 1, raw_addr0 + C::kRawTileBytes, w);
       cp_async_commit();  // possibly empty: the group count stays uniform
+    } else {
+      load_tile_bf16(src, 0, k_addr0, w);
+      cp_async_commit();
+      if (n_tiles > 1) load_tile_bf16(src, 1, k_addr0 + C::kTileBytes, w);
+      cp_async_commit();
     }
-    load_q<true>(a, row, h0, nh, sQ, sQf, sQmul);
-    fence_proxy_async();
-    __syncthreads();  // Q and the score factors are ready
-    const float sl2[2] = {sQf[r0], sQf[r1]};
-    float m_run[2] = {-INFINITY, -INFINITY};  // WG0's softmax state (WG1's l stays 0)
+  }
+  load_q<kFp8>(a, row, h0, nh, sQ, sQf, sQmul);
+  fence_proxy_async();
+  __syncthreads();  // Q and the score factors are ready
+
+  const float sl2[2] = {sQf[r0], sQf[r1]};
+  float o[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, d_run[2] = {0.0f, 0.0f};  // WG0's softmax state
+
+  if constexpr (!kFp8) {
+    if (wg == 0) {
+      for (int t = 0; t < n_tiles; ++t) {
+        const uint32_t k_addr = k_addr0 + (t & 1) * C::kTileBytes;
+        // KFull: WG1 arrives for t + 1 after syncing our PFull(t) arrival, which follows this
+        // sync for t: one phase outstanding at a time.
+        named_sync(kBarKFull, kBarThreads);
+        wg0_tile<false>(o, m_run, d_run, sl2, q_addr, k_addr, sP, sScale, src.tb0 + t * C::kTile,
+                        sp, w, t > 0);
+        // KFree[t % 2]: our next arrival on this id (t + 2) follows KFull(t + 2), which WG1
+        // arrives only after it has synced here for t.
+        if (t + 2 < n_tiles) handoff(kBarKFree + (t & 1));
+      }
+    } else {
+      cp_async_wait<1>();  // tile 0 (this thread's part)
+      fence_proxy_async();
+      handoff(kBarKFull);
+      for (int t = 0; t < n_tiles; ++t) {
+        const uint32_t k_addr = k_addr0 + (t & 1) * C::kTileBytes;
+        // PFull: WG0 arrives for t + 1 only after syncing PEmpty(t), which we arrive below.
+        wg1_issue<false>(o, p_addr, k_addr, sScale, w);
+        // (Diagnostic build: KFree first, see handoff.)
+        if (KV_MLA_WGMMA_SYNC_HANDOFFS && t + 2 < n_tiles) named_sync(kBarKFree + (t & 1), kBarThreads);
+        if (t + 1 < n_tiles) {  // while our P·V(t) runs: tile t + 1 to WG0
+          cp_async_wait<0>();   // tile t + 1, the only group in flight
+          fence_proxy_async();
+          handoff(kBarKFull);
+        }
+        wg1_finish(o);
+        // PEmpty: our arrival for t + 1 follows PFull(t + 1), which WG0 arrives after syncing
+        // here for t.
+        if (t + 1 < n_tiles) handoff(kBarPEmpty);
+        if (t + 2 < n_tiles) {
+          // WG0's P·V(t) is done with the buffer.
+          if (!KV_MLA_WGMMA_SYNC_HANDOFFS) named_sync(kBarKFree + (t & 1), kBarThreads);
+          load_tile_bf16(src, t + 2, k_addr, w);
+          cp_async_commit();
+        }
+      }
+    }
+  } else {
     uint8_t* k16 = smem + C::kOffK;
     for (int t = 0; t < n_tiles; ++t) {
       if (wg == 1) cp_async_wait<1>();  // raw tile t (groups t and t + 1 in flight)
@@ -216,33 +209,39 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
       if (wg == 1) {
         if (t + 2 < n_tiles) load_tile_raw(src, t + 2, raw_addr0 + (t & 1) * C::kRawTileBytes, w);
         cp_async_commit();
-        wg1_issue<true>(o, p_addr, k_addr0, sScale0, w);
+        wg1_issue<true>(o, p_addr, k_addr0, sScale, w);
         wg1_finish(o);
       } else {
         // PFull for t + 1 is arrived after the next __syncthreads, which WG1 reaches after
         // syncing PFull(t): one phase at a time; P is free since that barrier too.
-        wg0_tile<true>(o, m_run, l, sl2, q_addr, k_addr0, sP, sScale0, src.tb0 + t * C::kTile,
-                       sp, w);
+        wg0_tile<true>(o, m_run, d_run, sl2, q_addr, k_addr0, sP, sScale, src.tb0 + t * C::kTile,
+                       sp, w, false);
       }
     }
-    if (wg == 0 && q4 == 0) sM[r0] = m_run[0], sM[r1] = m_run[1];
   }
 
-  // ---- finish: the row sums of both warpgroups, then both halves of O are written ----
+  // ---- finish: WG0's row states to shared memory, then both halves of O are written ----
+  if (wg == 0) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    for (int h = 0; h < 2; ++h) {
+      d_run[h] += __shfl_xor_sync(0xffffffffu, d_run[h], 1);
+      d_run[h] += __shfl_xor_sync(0xffffffffu, d_run[h], 2);
+    }
+    if (q4 == 0) {
+      sRowM[r0] = m_run[0];
+      sRowM[r1] = m_run[1];
+      sRowD[r0] = d_run[0];
+      sRowD[r1] = d_run[1];
+    }
   }
-  if (q4 == 0) sL[64 * wg + r0] = l[0], sL[64 * wg + r1] = l[1];
   __syncthreads();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int hl = h ? r1 : r0;
     if (hl >= nh) continue;
     SoftmaxState fin;
-    fin.m = sM[hl] * kLn2;  // natural units; -inf stays -inf
-    fin.d = sL[hl] + sL[64 + hl];
+    fin.m = sRowM[hl] * kLn2;  // natural units; -inf stays -inf
+    fin.d = sRowD[hl];
     const float lse = softmax_lse(fin);
     const StateSink k = state_sink(a, row, s, sp.num_splits, h0 + hl, VD, lse);
 #pragma unroll

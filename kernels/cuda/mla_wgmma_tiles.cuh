@@ -131,32 +131,6 @@ __device__ __forceinline__ void named_sync(int id, int count) {
 __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
-// mbarriers (shared::cta, 8 bytes): initialised by one thread before a __syncthreads; a phase
-// completes when `count` arrivals have happened. cp_async_arrive: an arrival made by the hardware
-// once every cp.async this thread issued before it has landed (.noinc: it is one of the `count`).
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// Waits until the phase of parity `parity` has completed (returns at once if it already has and
-// the barrier has not gone through another phase since).
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "MBAR_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra MBAR_WAIT;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-// `bytes` (a multiple of 16, 16-byte aligned) of global memory into L2, no completion to wait for.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
 // Keeps the compiler from moving reads/writes of accumulator registers across wgmma issue/wait.
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&r)[N]) {
@@ -207,28 +181,6 @@ __device__ __forceinline__ void wgmma_64x64_ss(float (&d)[32], uint64_t da, uint
         "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
         : KV_WG_ACC32(d, 0)
         : "l"(da), "l"(db), "r"(1));
-  }
-#endif
-}
-
-// d(64x64, f32) += A(64x16, registers, p_frag's layout) · B(16x64, smem K-major).
-template <bool kF16>
-__device__ __forceinline__ void wgmma_64x64_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if constexpr (kF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" KV_WG_R32
-        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : KV_WG_ACC32(d, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" KV_WG_R32
-        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : KV_WG_ACC32(d, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   }
 #endif
 }
@@ -289,24 +241,6 @@ __device__ __forceinline__ void qk_chain(float (&s)[32], uint32_t q_addr, uint32
     const uint32_t off = (ks >> 2) * kKBlockBytes + (ks & 3) * 32;
     wgmma_64x64_ss<kF16>(s, desc_add(dq, off), desc_add(dk, off));
   }
-}
-
-// s += Q·K^T over k-block kb (features 64 kb .. +63): 4 k-steps. Q's k-block 8 (the rope part)
-// may come from registers instead (q8: p_frag's layout, one entry per k-step), which frees its
-// shared-memory slab.
-template <bool kF16>
-__device__ __forceinline__ void qk_kblock(float (&s)[32], uint32_t q_addr, uint32_t k_addr, int kb) {
-  const uint64_t dq = desc_kmajor(q_addr + kb * kKBlockBytes);
-  const uint64_t dk = desc_kmajor(k_addr + kb * kKBlockBytes);
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) wgmma_64x64_ss<kF16>(s, desc_add(dq, kk * 32), desc_add(dk, kk * 32));
-}
-template <bool kF16>
-__device__ __forceinline__ void qk_kblock_rq(float (&s)[32], const uint32_t (&q8)[4][4],
-                                             uint32_t k_addr, int kb) {
-  const uint64_t dk = desc_kmajor(k_addr + kb * kKBlockBytes);
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) wgmma_64x64_rs<kF16>(s, q8[kk], desc_add(dk, kk * 32));
 }
 
 // o += P·V[:, 256 half .. +256] with P from registers: 4 k-steps of 16 tokens.
