@@ -9,7 +9,7 @@
 // anonymous namespace because several .cu files include it and each path's launcher is called
 // from paged_decode.cu: device functions are __forceinline__ and host functions inline, so every
 // file's copy is the same entity, and allow_smem's per-device "already granted" table and
-// device_smem_optin's cache are one object for the whole library.
+// device_attribute's per-device caches are one object for the whole library.
 //
 // Why the split plan is read on the device, why a padded row writes nothing and why a broken plan
 // gives NaN: the header comment of kernels/cuda/paged_decode.cu.
@@ -277,19 +277,27 @@ inline int current_device() {
   return dev >= 0 && dev < kMaxDevices ? dev : 0;
 }
 
-// The opt-in shared memory per block of the current device, read once per device.
-inline int device_smem_optin() {
+// Attribute A of the current device, read once per device; `fallback` when it cannot be read (or
+// reads as <= 0), not cached, so that a later call tries again.
+template <cudaDeviceAttr A>
+inline int device_attribute(int fallback) {
   static std::atomic<int> cached[kMaxDevices] = {};
   const int dev = current_device();
   int v = cached[dev].load(std::memory_order_relaxed);
   if (v > 0) return v;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+  if (cudaDeviceGetAttribute(&v, A, dev) != cudaSuccess || v <= 0) {
     (void)cudaGetLastError();
-    return 48 * 1024;
+    return fallback;
   }
   cached[dev].store(v, std::memory_order_relaxed);
   return v;
 }
+// The opt-in shared memory per block (unknown: the 48 KB every device has).
+inline int device_smem_optin() {
+  return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024);
+}
+// The number of SMs (unknown: so many that no grid counts as "small").
+inline int device_sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(1 << 30); }
 
 inline bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 inline int log2_of(int64_t x) {

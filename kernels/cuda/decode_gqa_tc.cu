@@ -303,20 +303,6 @@ __global__ void __launch_bounds__(GqaCfg<HD, W>::kThreads, GqaCfg<HD, W>::kMinBl
 // When the path applies, and its launcher
 // =================================================================================================
 
-// The number of SMs of the current device, read once per device.
-int device_sm_count() {
-  static std::atomic<int> cached[kMaxDevices] = {};
-  const int dev = current_device();
-  int v = cached[dev].load(std::memory_order_relaxed);
-  if (v > 0) return v;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) {
-    (void)cudaGetLastError();
-    return 1 << 30;  // unknown: never "small"
-  }
-  cached[dev].store(v, std::memory_order_relaxed);
-  return v;
-}
-
 template <int HD, int W>
 void launch_shape(const PagedDecodeArgs& a, int64_t ctas, int l2, cudaStream_t stream) {
   using C = GqaCfg<HD, W>;
