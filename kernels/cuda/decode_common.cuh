@@ -166,6 +166,23 @@ __device__ __forceinline__ float warp_max_ignore_nan(float v, int lanes_mask_wid
   return v;
 }
 
+// The exponent e of the per-head power-of-two q scale of the fp8 MLA paths (they run on f16
+// operands): the max |q| over the head's n features (0 features: no head), reduced over the warp
+// and brought into [2^13, 2^14) by 2^e; 0 when that max is zero or not finite. Every lane of the
+// warp must call it; every lane gets e.
+__device__ __forceinline__ int q_pow2_exponent(const float* qhead, int n, int lane) {
+  float mx = 0.0f;
+  for (int f = lane; f < n; f += 32) mx = fmaxf(mx, fabsf(qhead[f]));
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  int e = 0;
+  if (mx > 0.0f && isfinite(mx)) {
+    int ex;
+    frexpf(mx, &ex);  // mx in [2^(ex-1), 2^ex)
+    e = min(max(14 - ex, -126), 126);
+  }
+  return e;
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

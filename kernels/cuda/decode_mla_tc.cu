@@ -100,16 +100,7 @@ __global__ void __launch_bounds__(256, 1)
   // ---- Q to shared memory, 16-bit, once per CTA ----
   if constexpr (kFp8) {
     for (int i = warp; i < C::kHeads; i += 8) {  // per-head power-of-two scale
-      float mx = 0.0f;
-      if (i < nh)
-        for (int f = lane; f < HD; f += 32) mx = fmaxf(mx, fabsf(qrow[(h0 + i) * HD + f]));
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      int e = 0;
-      if (mx > 0.0f && isfinite(mx)) {
-        int ex;
-        frexpf(mx, &ex);  // mx in [2^(ex-1), 2^ex)
-        e = min(max(14 - ex, -126), 126);
-      }
+      const int e = i < nh ? q_pow2_exponent(qrow + (h0 + i) * HD, HD, lane) : 0;
       if (lane == 0) {
         sRed[i] = ldexpf(1.0f, e);                        // q multiplier, used just below
         sQf[i] = a.scale * c.k_scale * ldexpf(1.0f, -e);  // score factor

@@ -131,16 +131,7 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
   const float base = a.scale * a.cache.k_scale * kLog2e;
   if constexpr (kFp8) {
     for (int i = warp; i < C::kHeads; i += 8) {
-      float mx = 0.0f;
-      if (i < nh)
-        for (int f = lane; f < C::HD; f += 32) mx = fmaxf(mx, fabsf(qrow[(h0 + i) * C::HD + f]));
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      int e = 0;
-      if (mx > 0.0f && isfinite(mx)) {
-        int ex;
-        frexpf(mx, &ex);  // mx in [2^(ex-1), 2^ex)
-        e = min(max(14 - ex, -126), 126);
-      }
+      const int e = i < nh ? q_pow2_exponent(qrow + (h0 + i) * C::HD, C::HD, lane) : 0;
       if (lane == 0) {
         sQmul[i] = ldexpf(1.0f, e);
         sQf[i] = base * ldexpf(1.0f, -e);
