@@ -167,9 +167,9 @@ __device__ __forceinline__ float warp_max_ignore_nan(float v, int lanes_mask_wid
 }
 
 // The exponent e of the per-head power-of-two q scale of the fp8 MLA paths (they run on f16
-// operands): the max |q| over the head's n features (0 features: no head), reduced over the warp
-// and brought into [2^13, 2^14) by 2^e; 0 when that max is zero or not finite. Every lane of the
-// warp must call it; every lane gets e.
+// operands): the max |q| over the head's n features, reduced over the warp and brought into
+// [2^13, 2^14) by 2^e; 0 when that max is zero or not finite. Every lane of the warp must call it;
+// every lane gets e.
 __device__ __forceinline__ int q_pow2_exponent(const float* qhead, int n, int lane) {
   float mx = 0.0f;
   for (int f = lane; f < n; f += 32) mx = fmaxf(mx, fabsf(qhead[f]));
