@@ -127,7 +127,7 @@ if [[ $parts == *" decode "* ]]; then
       # Only the mla_wgmma hand-offs may show (racecheck does not model bar.arrive: the probe
       # below, and the diagnostic build after this loop); a hazard in any other code is real.
       others=$(grep -E "Race reported between" -A1 "$log" | grep -E " at " |
-               grep -vcE "decode_mla_wgmma|wg0_tile|wg1_issue")
+               grep -vcE "decode_mla_wgmma|wg0_|wg1_issue")
       if [ "${others:-0}" != 0 ]; then
         report="$report, $others outside mla_wgmma: NOT MET"
         status=1

@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/decode_common.cuh"
 #include "kernels/cuda/mla_wgmma_tiles.cuh"
+#include "kernels/cuda/tma.cuh"
 
 namespace kv::cuda::decode_detail {
 
@@ -69,6 +70,16 @@ struct TileSrc {
 // copies chunk w % 8 of every k-block of rows w / 8 + 16 j: 8 threads cover a 128-byte line.
 __device__ __forceinline__ void load_tile_bf16(const TileSrc& src, int t, uint32_t dst, int w) {
   const int c8 = w & 7;
+#ifdef KV_MLA_DIAG_NO_REFILL
+  if (t >= 2) return;  // DIAGNOSTIC ONLY: stale buffers from tile 2 on (wrong results)
+#endif
+#ifdef KV_MLA_DIAG_L2_REFILL
+  t &= 1;  // DIAGNOSTIC ONLY: tiles 0 and 1 again and again (L2 hits; wrong results)
+#endif
+#if KV_MLA_EVICT_FIRST
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+#endif
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int rr = (w >> 3) + 16 * j;
@@ -76,7 +87,37 @@ __device__ __forceinline__ void load_tile_bf16(const TileSrc& src, int t, uint32
     const uint8_t* g = src.row(t, rr, present) + c8 * 16;
     const uint32_t d = dst + sw128_chunk(rr, c8);
 #pragma unroll
-    for (int kb = 0; kb < 9; ++kb) cp_async16(d + kb * kKBlockBytes, g + kb * 128, present);
+    for (int kb = 0; kb < 9; ++kb) {
+#if KV_MLA_EVICT_FIRST
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d + kb * kKBlockBytes),
+                   "l"(g + kb * 128), "r"(present ? 16 : 0), "l"(pol) : "memory");
+#else
+      cp_async16(d + kb * kKBlockBytes, g + kb * 128, present);
+#endif
+    }
+  }
+}
+
+// bf16 through the TMA engine: tile t into the 16-bit tile at `dst`, completing on the mbarrier
+// `bar`, issued by one warp: lane j < 64 / rows issues the nine k-block boxes of the tile's j-th run
+// of `rows` = min(block size, 64) entries (a run is one block, or 64 entries of a larger one); lane
+// 0 also arrives, expecting the whole tile's bytes. A run past tb1 gets a block coordinate past
+// the cache (zero-filled, as load_tile_bf16's absent rows).
+__device__ __forceinline__ void load_tile_tma(const CUtensorMap* map, const TileSrc& src, int t,
+                                              uint32_t dst, uint32_t bar, int kvh, int num_blocks,
+                                              int lane) {
+  if (lane == 0) mbar_arrive_expect_tx(bar, 9 * kKBlockBytes);
+  const int rows = min(1 << src.log2_bs, 64);
+  if (lane < 64 / rows) {
+    const int tok = src.tb0 + t * 64 + lane * rows;
+    int blk = num_blocks, e = 0;
+    if (tok < src.tb1) {
+      blk = __ldg(src.table + (tok >> src.log2_bs));
+      e = tok & ((1 << src.log2_bs) - 1);
+    }
+    const uint32_t d = dst + lane * rows * 128;
+#pragma unroll
+    for (int kb = 0; kb < 9; ++kb) tma_load_4d(d + kb * kKBlockBytes, map, bar, kb * 64, e, kvh, blk);
   }
 }
 
@@ -222,24 +263,26 @@ __device__ __forceinline__ void rescale_o(float (&o)[128], float f0, float f1) {
   for (int i = 0; i < 128; ++i) o[i] *= ((i >> 1) & 1) ? f1 : f0;
 }
 
-// WG0's part of a tile: S, softmax, P handed to WG1, its half of P·V. Returns after its P·V.
+// WG0's S of a tile, issued and committed as one wgmma group (not waited for).
+// No other instruction writes sacc (the first step overwrites it): an instruction defining an
+// accumulator while P·V(t - 1) is in flight would make ptxas serialise the wgmmas (C7515).
 template <bool kF16>
-__device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (&d)[2],
-                                         const float (&sl2)[2], uint32_t q_addr, uint32_t k_addr,
-                                         uint8_t* sP, float* sScale, int tile_tok, const Split& sp,
-                                         int w, bool wait_p_empty) {
-  float sacc[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
-  fence_regs(sacc);
+__device__ __forceinline__ void wg0_issue_s(float (&sacc)[32], uint32_t q_addr, uint32_t k_addr) {
   wgmma_fence();
-  qk_chain<kF16>(sacc, q_addr, k_addr);
+  qk_chain<kF16>(sacc, q_addr, k_addr, true);
   wgmma_commit();
-  wgmma_wait<0>();
-  fence_regs(sacc);
-  float f[2];
+}
+
+// WG0 after S (waited for): the softmax, P in registers (pa, P·V's A fragments) and in shared
+// memory for WG1 with its row rescale factors, announced on PFull; f: this thread's rows' factors.
+// wait_p_empty: WG1 may still be reading P(t - 1).
+template <bool kF16>
+__device__ __forceinline__ void wg0_softmax_p(float (&sacc)[32], float (&m)[2], float (&d)[2],
+                                              const float (&sl2)[2], uint8_t* sP, float* sScale,
+                                              int tile_tok, const Split& sp, int w,
+                                              bool wait_p_empty, uint32_t (&pa)[4][4],
+                                              float (&f)[2]) {
   softmax_tile(sacc, m, d, sl2, tile_tok, w & 3, sp.start, sp.end, f);
-  uint32_t pa[4][4];
   p_frag<kF16>(sacc, pa);
   if (wait_p_empty) named_sync(kBarPEmpty, kBarThreads);  // WG1 is done with P(t - 1)
   store_p(sP, pa, w);
@@ -249,6 +292,13 @@ __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (
   }
   fence_proxy_async();
   handoff(kBarPFull);
+}
+
+// WG0's half of P·V: O rescaled, then O[:, 0:256] += P·V issued and committed (not waited for;
+// pa must stay untouched until it completes).
+template <bool kF16>
+__device__ __forceinline__ void wg0_issue_pv(float (&o)[128], uint32_t (&pa)[4][4],
+                                             const float (&f)[2], uint32_t k_addr) {
   rescale_o(o, f[0], f[1]);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) fence_regs(pa[kk]);
@@ -256,6 +306,22 @@ __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (
   wgmma_fence();
   pv_chain_rs<kF16>(o, pa, k_addr, 0);
   wgmma_commit();
+}
+
+// WG0's part of a tile, step after step: S, softmax, P, its half of P·V; returns after it.
+template <bool kF16>
+__device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (&d)[2],
+                                         const float (&sl2)[2], uint32_t q_addr, uint32_t k_addr,
+                                         uint8_t* sP, float* sScale, int tile_tok, const Split& sp,
+                                         int w, bool wait_p_empty) {
+  float sacc[32];
+  wg0_issue_s<kF16>(sacc, q_addr, k_addr);
+  wgmma_wait<0>();
+  fence_regs(sacc);
+  uint32_t pa[4][4];
+  float f[2];
+  wg0_softmax_p<kF16>(sacc, m, d, sl2, sP, sScale, tile_tok, sp, w, wait_p_empty, pa, f);
+  wg0_issue_pv<kF16>(o, pa, f, k_addr);
   wgmma_wait<0>();
   fence_regs(o);
 }

@@ -163,9 +163,10 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
-// d(64x64, f32) += A(64x16, smem K-major) · B(16x64, smem K-major).
+// d(64x64, f32) += A(64x16, smem K-major) · B(16x64, smem K-major); d = A·B when accumulate is 0.
 template <bool kF16>
-__device__ __forceinline__ void wgmma_64x64_ss(float (&d)[32], uint64_t da, uint64_t db) {
+__device__ __forceinline__ void wgmma_64x64_ss(float (&d)[32], uint64_t da, uint64_t db,
+                                               int accumulate = 1) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if constexpr (kF16) {
     asm volatile(
@@ -173,14 +174,14 @@ __device__ __forceinline__ void wgmma_64x64_ss(float (&d)[32], uint64_t da, uint
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" KV_WG_R32
         "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
         : KV_WG_ACC32(d, 0)
-        : "l"(da), "l"(db), "r"(1));
+        : "l"(da), "l"(db), "r"(accumulate));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" KV_WG_R32
         "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
         : KV_WG_ACC32(d, 0)
-        : "l"(da), "l"(db), "r"(1));
+        : "l"(da), "l"(db), "r"(accumulate));
   }
 #endif
 }
@@ -232,14 +233,17 @@ __device__ __forceinline__ void wgmma_64x256_ss(float (&d)[128], uint64_t da, ui
 
 // ---- the GEMM chains of one 64-token tile (issue only: the caller fences, commits, waits) ----
 
-// s += Q·K^T over 576 features: 36 k-steps. q_addr / k_addr: shared addresses of the tiles.
+// s += Q·K^T over 576 features: 36 k-steps (s = Q·K^T with `overwrite`: the first step does not
+// read s, so s need not be zeroed by other instructions while earlier wgmmas are in flight).
+// q_addr / k_addr: shared addresses of the tiles.
 template <bool kF16>
-__device__ __forceinline__ void qk_chain(float (&s)[32], uint32_t q_addr, uint32_t k_addr) {
+__device__ __forceinline__ void qk_chain(float (&s)[32], uint32_t q_addr, uint32_t k_addr,
+                                         bool overwrite = false) {
   const uint64_t dq = desc_kmajor(q_addr), dk = desc_kmajor(k_addr);
 #pragma unroll
   for (int ks = 0; ks < 36; ++ks) {
     const uint32_t off = (ks >> 2) * kKBlockBytes + (ks & 3) * 32;
-    wgmma_64x64_ss<kF16>(s, desc_add(dq, off), desc_add(dk, off));
+    wgmma_64x64_ss<kF16>(s, desc_add(dq, off), desc_add(dk, off), (ks == 0 && overwrite) ? 0 : 1);
   }
 }
 

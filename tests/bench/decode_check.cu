@@ -410,7 +410,7 @@ void mla_shapes(Rng& rng, Tally& t) {
   int n = 0;
   for (DType dt : {DType::bf16, DType::fp8_e4m3})
     for (int G : {128, 16, 7})
-      for (int bs : {64, 16, 1, 128})
+      for (int bs : {64, 16, 8, 1, 128})
         for (Plan plan : {Plan::engine, Plan::past_end}) {
           ++n;
           Spec s;
