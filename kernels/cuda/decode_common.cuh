@@ -160,6 +160,14 @@ __device__ __forceinline__ HeadBlockCta head_block_cta(const PagedDecodeArgs& a,
   return t;
 }
 
+// Lets the split merge, launched as this grid's programmatic dependent (decode_merge.cu), be
+// scheduled now: it waits for this grid's completion before it reads anything this grid writes.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_max_ignore_nan(float v, int lanes_mask_width) {
   // fmaxf drops a NaN operand, as the host's `if (s > tile_max)` does.
   for (int o = 1; o < lanes_mask_width; o <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -35,6 +35,7 @@ static_assert(kGenericThreads * kGenericMaxVdPerThread == kMaxHeadDim,
 
 __global__ void __launch_bounds__(kGenericThreads)
     decode_generic_kernel(const PagedDecodeArgs a, int vd) {
+  allow_dependent_launch();
   extern __shared__ float gsm[];  // q[head_dim] | scores / probabilities [block_size]
   const PagedKv& c = a.cache;
   const int H = a.num_q_heads, hd = c.head_dim, bs = c.block_size;

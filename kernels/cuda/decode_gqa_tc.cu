@@ -86,6 +86,7 @@ template <int HD, int W>
 __global__ void __launch_bounds__(GqaCfg<HD, W>::kThreads, GqaCfg<HD, W>::kMinBlocks)
     decode_gqa_kernel(const PagedDecodeArgs a, int log2_bs) {
   using C = GqaCfg<HD, W>;
+  allow_dependent_launch();
   extern __shared__ __align__(128) uint8_t smem[];
   const PagedKv& c = a.cache;
   const int G = a.num_q_heads / c.num_kv_heads;

@@ -67,6 +67,7 @@ struct MlaCfg {
 template <bool kFp8>
 __global__ void __launch_bounds__(256, 1)
     decode_mla_kernel(const PagedDecodeArgs a, int log2_bs) {
+  allow_dependent_launch();
   using C = MlaCfg<kFp8>;
   constexpr int HD = C::HD, VD = C::VD;
   extern __shared__ __align__(128) uint8_t smem[];

@@ -118,6 +118,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     decode_mla_wgmma_kernel(const __grid_constant__ CUtensorMap tmap, const PagedDecodeArgs a,
                             int log2_bs) {
   static_assert(!(kFp8 && kTma), "the TMA loads are for the bf16 pipeline");
+  allow_dependent_launch();
   using C = WgmmaCfg<kFp8>;
   constexpr int VD = C::VD;
   const PagedKv& c = a.cache;
