@@ -72,6 +72,17 @@ section() {
   [ -s "$summary" ] && echo >> "$summary"
   printf '### %s\n\n' "$1" >> "$summary"
 }
+# A section over one binary: TITLE BINARY HEADER-ROW SEPARATOR-ROW. Fails, after a "not built" row
+# as wide as the header, when BINARY is not an executable.
+binary_section() {
+  section "$1"
+  printf '%s\n%s\n' "$3" "$4" >> "$summary"
+  [ -x "$2" ] && return 0
+  local cols
+  cols=$(($(tr -cd '|' <<< "$3" | wc -c) - 3))
+  printf '| all | not built (%s) |%s\n' "$2" "$(printf ' |%.0s' $(seq "$cols"))" >> "$summary"
+  return 1
+}
 
 parts=" ${SANITIZE_PARTS:-scenarios decode probe} "
 for p in $parts; do
@@ -105,14 +116,9 @@ fi
 
 # The decode paths: kvbench_decode --check (every path against the host op) under each tool.
 if [[ $parts == *" decode "* ]]; then
-  section "kvbench_decode --check"
-  echo "| tool | sanitizer report | kvbench_decode --check |" >> "$summary"
-  echo "|---|---|---|" >> "$summary"
   tools="memcheck initcheck synccheck racecheck"
-  if [ ! -x "$bench/kvbench_decode" ]; then
-    echo "| all | not built ($bench/kvbench_decode) | |" >> "$summary"
-    tools=""
-  fi
+  binary_section "kvbench_decode --check" "$bench/kvbench_decode" \
+    "| tool | sanitizer report | kvbench_decode --check |" "|---|---|---|" || tools=""
   for tool in $tools; do
     log="$logs/$tool-kvbench_decode.log"
     limit=(); [ "$tool" = racecheck ] && limit=(--print-limit 100000)
@@ -164,14 +170,10 @@ fi
 
 # The probe (tests/bench/racecheck_probe.cu): does racecheck model bar.arrive's ordering?
 if [[ $parts == *" probe "* ]]; then
-  section "racecheck_probe under racecheck"
-  echo "| mode | hazards | errors | warnings | probe | expected |" >> "$summary"
-  echo "|---|---:|---:|---:|---|---|" >> "$summary"
   modes="race sync epilogue-sync arrive epilogue"
-  if [ ! -x "$bench/racecheck_probe" ]; then
-    echo "| all | not built ($bench/racecheck_probe) | | | | |" >> "$summary"
+  binary_section "racecheck_probe under racecheck" "$bench/racecheck_probe" \
+    "| mode | hazards | errors | warnings | probe | expected |" "|---|---:|---:|---:|---|---|" ||
     modes=""
-  fi
   for mode in $modes; do
     log="$logs/racecheck-probe-$mode.log"
     compute-sanitizer --tool racecheck "$bench/racecheck_probe" "$mode" > "$log" 2>&1
