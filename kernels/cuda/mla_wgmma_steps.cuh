@@ -70,16 +70,6 @@ struct TileSrc {
 // copies chunk w % 8 of every k-block of rows w / 8 + 16 j: 8 threads cover a 128-byte line.
 __device__ __forceinline__ void load_tile_bf16(const TileSrc& src, int t, uint32_t dst, int w) {
   const int c8 = w & 7;
-#ifdef KV_MLA_DIAG_NO_REFILL
-  if (t >= 2) return;  // DIAGNOSTIC ONLY: stale buffers from tile 2 on (wrong results)
-#endif
-#ifdef KV_MLA_DIAG_L2_REFILL
-  t &= 1;  // DIAGNOSTIC ONLY: tiles 0 and 1 again and again (L2 hits; wrong results)
-#endif
-#if KV_MLA_EVICT_FIRST
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-#endif
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int rr = (w >> 3) + 16 * j;
@@ -87,14 +77,7 @@ __device__ __forceinline__ void load_tile_bf16(const TileSrc& src, int t, uint32
     const uint8_t* g = src.row(t, rr, present) + c8 * 16;
     const uint32_t d = dst + sw128_chunk(rr, c8);
 #pragma unroll
-    for (int kb = 0; kb < 9; ++kb) {
-#if KV_MLA_EVICT_FIRST
-      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d + kb * kKBlockBytes),
-                   "l"(g + kb * 128), "r"(present ? 16 : 0), "l"(pol) : "memory");
-#else
-      cp_async16(d + kb * kKBlockBytes, g + kb * 128, present);
-#endif
-    }
+    for (int kb = 0; kb < 9; ++kb) cp_async16(d + kb * kKBlockBytes, g + kb * 128, present);
   }
 }
 

@@ -56,8 +56,8 @@ inline bool encode_cache_map(const PagedKv& c, int rows, CUtensorMap* map) {
                                  static_cast<cuuint64_t>(c.k_stride_block) * 2};
   const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(rows), 1, 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, c.k, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, KV_TMA_L2_PROMOTION,
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, c.k, dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, KV_TMA_L2_PROMOTION,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
