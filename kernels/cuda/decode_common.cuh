@@ -80,25 +80,32 @@ struct StateSink {
   float* lse = nullptr;  // null when direct
   MergeWeights w{};
   bool direct = false;
-  __device__ __forceinline__ void put(int i, float v) const {
-    o[i] = direct ? w.wa * 0.0f + w.wb * v : v;
+  __device__ __forceinline__ float value(float v) const {
+    return direct ? w.wa * 0.0f + w.wb * v : v;
   }
+  __device__ __forceinline__ void put(int i, float v) const { o[i] = value(v); }
   __device__ __forceinline__ void put_lse(float l) const {
     if (!direct) *lse = l;
   }
 };
 
+// The vd output values of (row, split, head): in `out` for a row with one split, else in the
+// workspace.
+__device__ __forceinline__ float* state_out(const PagedDecodeArgs& a, int row, int s, int ns, int h,
+                                            int vd) {
+  if (ns == 1) return a.out + row * a.out_row_stride + static_cast<int64_t>(h) * vd;
+  return a.partial_out + partial_index(a, row, s, h) * vd;
+}
+
 __device__ __forceinline__ StateSink state_sink(const PagedDecodeArgs& a, int row, int s, int ns,
                                                 int h, int vd, float lse) {
   StateSink k;
   k.direct = ns == 1;
+  k.o = state_out(a, row, s, ns, h, vd);
   if (k.direct) {
-    k.o = a.out + row * a.out_row_stride + static_cast<int64_t>(h) * vd;
     k.w = merge_weights(-INFINITY, lse);
   } else {
-    const int64_t idx = partial_index(a, row, s, h);
-    k.o = a.partial_out + idx * vd;
-    k.lse = a.partial_lse + idx;
+    k.lse = a.partial_lse + partial_index(a, row, s, h);
   }
   return k;
 }

@@ -18,7 +18,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/decode_common.cuh"
 #include "kernels/cuda/decode_launchers.h"
@@ -29,6 +32,15 @@
 // KV_MLA_TMA=0 (a build-time switch for comparisons): bf16 tiles always come by cp.async.
 #ifndef KV_MLA_TMA
 #define KV_MLA_TMA 1
+#endif
+// KV_MLA_BULK_OUT=0 (for comparisons): O is stored element by element from the accumulators.
+#ifndef KV_MLA_BULK_OUT
+#define KV_MLA_BULK_OUT 1
+#endif
+// KV_MLA_Q_FIRST: 1 (default), the first two tiles are requested after Q is in place; 0, before
+// Q's loads; 2, tile 0 before and tile 1 after (results/decode-bench.md, fifth run).
+#ifndef KV_MLA_Q_FIRST
+#define KV_MLA_Q_FIRST 1
 #endif
 
 namespace kv::cuda::decode_detail {
@@ -43,6 +55,33 @@ namespace {
 #define KV_MLA_WGMMA_IMAGE 0
 #endif
 __device__ int g_mla_wgmma_image = KV_MLA_WGMMA_IMAGE;
+
+// KV_MLA_STAMPS=1 (a diagnostic build): each CTA of a launch records %globaltimer and clock64 at
+// the phase boundaries below into g_mla_stamps; the process prints a summary of the last launch
+// at exit (mla_stamp_report). Off by default: the stamps are global stores on the critical path.
+#ifndef KV_MLA_STAMPS
+#define KV_MLA_STAMPS 0
+#endif
+enum Stamp : int {
+  kStEntry, kStPlan, kStQ, kStTile0, kStWg0Loop, kStWg1Loop, kStFinSync, kStStores, kStClk0,
+  kStClkLoop, kStSm, kStTiles, kStEpiVals, kStEpiSync, kNumStamps
+};
+#if KV_MLA_STAMPS
+constexpr int kStampCtas = 4096;
+__device__ unsigned long long g_mla_stamps[kStampCtas][kNumStamps];
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+// Thread `lead` of the CTA writes stamp k (the current global time unless v is given).
+__device__ __forceinline__ void stamp(int k, int lead, long long v = -1) {
+  if (threadIdx.x == lead && blockIdx.x < kStampCtas)
+    g_mla_stamps[blockIdx.x][k] = v < 0 ? global_ns() : static_cast<unsigned long long>(v);
+}
+#else
+__device__ __forceinline__ void stamp(int, int, long long = -1) {}
+#endif
 
 // =================================================================================================
 // GPU kernel
@@ -88,6 +127,14 @@ __device__ int g_mla_wgmma_image = KV_MLA_WGMMA_IMAGE;
 // Tile t + 2 is loaded while WG0 computes tile t + 1. Every barrier has at most one arrival phase
 // outstanding by construction (argued per barrier in the loops below).
 //
+// Before and after the tiles (per-CTA stamps, KV_MLA_STAMPS, at 64 x 8k on an H200: ~1 us plan,
+// ~5 us Q, ~2.5 us to tile 0, 1.85 us per tile, ~4 us O): Q (147 KB of float32 per CTA) is read
+// with 18 loads of 32 bytes in flight per thread before any conversion, and before the first tiles
+// are requested, so that Q does not queue behind 144 KB of tiles while every SM starts at once
+// (Q took 12 us in a plain loop behind the tiles). O is scaled by one factor per row, staged in
+// the free K buffers and written by 2 KB bulk stores (the TMA engine) when rows are 16-byte
+// aligned: 128 scalar stores and divisions per thread took ~10 us.
+//
 // What the host does and this keeps: scores of entries outside [start, end) are -inf (their K never
 // matters), P·V runs over every entry of every block the split touches (p = 0 times a stale NaN in
 // V is NaN), rows of a 64-token tile past the split's last block (block size < 64) are zero-filled
@@ -109,15 +156,29 @@ struct WgmmaCfg : MlaShape {
   static constexpr int kOffQmul = kOffQf + 4 * kHeads;     // float[64]: q multiplier (fp8)
   static constexpr int kOffBar = kOffQmul + 4 * kHeads;  // 2 mbarriers (TMA: buffer b's tile in)
   static constexpr int kSmem = kOffBar + 16 + 1024;        // + aligning the base to 1024
+  // O staged for the bulk stores over the K buffers: 64 rows of 512 floats, padded by 8 floats so
+  // that a half-warp's float2 stores (4 rows x 4 column pairs) hit 32 distinct banks.
+  static constexpr int kOPitch = VD + 8;
+  static_assert(kHeads * kOPitch * 4 <= kOffP - kOffK, "O fits where the K tiles were");
+  static_assert(kOPitch * 4 % 16 == 0, "bulk copies read 16-byte aligned rows");
   static_assert(kOffK % 1024 == 0 && kOffRaw % 1024 == 0 && kOffP % 1024 == 0, "1024-byte tiles");
   static_assert(kSmem <= 232448, "needs the 227 KB shared-memory opt-in of sm_90");
 };
+
+// Whether every head's output row of this CTA starts at a 16-byte boundary (the bulk stores').
+__device__ __forceinline__ bool out_is_16b_aligned(const PagedDecodeArgs& a, int ns) {
+  if (ns == 1)
+    return (reinterpret_cast<uintptr_t>(a.out) & 15u) == 0 && (a.out_row_stride & 3) == 0;
+  return (reinterpret_cast<uintptr_t>(a.partial_out) & 15u) == 0;
+}
 
 template <bool kFp8, bool kTma>
 __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     decode_mla_wgmma_kernel(const __grid_constant__ CUtensorMap tmap, const PagedDecodeArgs a,
                             int log2_bs) {
   static_assert(!(kFp8 && kTma), "the TMA loads are for the bf16 pipeline");
+  stamp(kStEntry, 0);
+  stamp(kStClk0, 0, clock64());
   allow_dependent_launch();
   using C = WgmmaCfg<kFp8>;
   constexpr int VD = C::VD;
@@ -127,6 +188,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
 
   const Split sp = read_split(a, row, s);
   if (finish_without_attention(a, sp, row, s, h0, nh, VD)) return;
+  stamp(kStPlan, 0);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_dyn[];
   uint8_t* smem = smem_dyn + ((1024u - (smem_u32(smem_dyn) & 1023u)) & 1023u);
@@ -155,35 +217,37 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
   const uint32_t k_addr0 = smem_u32(smem + C::kOffK), raw_addr0 = smem_u32(smem + C::kOffRaw);
   const uint32_t bar0 = smem_u32(smem + C::kOffBar);  // + 8 b: buffer b
 
-  // The first two tiles start loading before Q is converted.
-  if (wg == 1) {
+  if (kTma && wg == 1 && w == 0) {
+    mbar_init(bar0, 1);
+    mbar_init(bar0 + 8, 1);
+    fence_mbar_init();
+  }
+  // Tile t (0 or 1) requested by WG1. Q_FIRST 0: both before Q is converted; 1: both after; 2:
+  // tile 0 before, tile 1 after.
+  auto load_first_tile = [&](int t) {
+    if (wg != 1) return;
     if constexpr (kFp8) {
-      load_tile_raw(src, 0, raw_addr0, w);
-      cp_async_commit();
-      if (n_tiles > 1) load_tile_raw(src, 1, raw_addr0 + C::kRawTileBytes, w);
+      if (t < n_tiles) load_tile_raw(src, t, raw_addr0 + t * C::kRawTileBytes, w);
       cp_async_commit();  // possibly empty: the group count stays uniform
     } else if constexpr (kTma) {
-      if (w == 0) {
-        mbar_init(bar0, 1);
-        mbar_init(bar0 + 8, 1);
-        fence_mbar_init();
-      }
-      if (w < 32) {
+      if (w < 32 && t < n_tiles) {
         __syncwarp();
-        load_tile_tma(&tmap, src, 0, k_addr0, bar0, kvh, c.num_blocks, w);
-        if (n_tiles > 1)
-          load_tile_tma(&tmap, src, 1, k_addr0 + C::kTileBytes, bar0 + 8, kvh, c.num_blocks, w);
+        load_tile_tma(&tmap, src, t, k_addr0 + t * C::kTileBytes, bar0 + 8 * t, kvh, c.num_blocks,
+                      w);
       }
     } else {
-      load_tile_bf16(src, 0, k_addr0, w);
-      cp_async_commit();
-      if (n_tiles > 1) load_tile_bf16(src, 1, k_addr0 + C::kTileBytes, w);
+      if (t < n_tiles) load_tile_bf16(src, t, k_addr0 + t * C::kTileBytes, w);
       cp_async_commit();
     }
-  }
+  };
+  if (KV_MLA_Q_FIRST != 1) load_first_tile(0);
+  if (KV_MLA_Q_FIRST == 0) load_first_tile(1);
   load_q<kFp8>(a, row, h0, nh, sQ, sQf, sQmul);
   fence_proxy_async();
   __syncthreads();  // Q and the score factors are ready
+  if (KV_MLA_Q_FIRST == 1) load_first_tile(0);
+  if (KV_MLA_Q_FIRST != 0) load_first_tile(1);
+  stamp(kStQ, 0);
 
   const float sl2[2] = {sQf[r0], sQf[r1]};
   float o[128];
@@ -198,6 +262,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
         if constexpr (kTma) {
           // Tile t's bytes have landed: phase t / 2 of buffer t % 2's mbarrier.
           mbar_wait(bar0 + 8 * (t & 1), (t >> 1) & 1);
+          if (t == 0) stamp(kStTile0, 0);
         } else {
           // KFull: WG1 arrives for t + 1 after syncing our PFull(t), which follows this sync
           // for t: one phase outstanding at a time.
@@ -209,6 +274,16 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
         // arrives only after it has synced here for t.
         if (t + 2 < n_tiles) handoff(kBarKFree + (t & 1));
       }
+      stamp(kStWg0Loop, 0);
+      stamp(kStClkLoop, 0, clock64());
+      stamp(kStTiles, 0, n_tiles);
+#if KV_MLA_STAMPS
+      if (threadIdx.x == 0 && blockIdx.x < kStampCtas) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
+        g_mla_stamps[blockIdx.x][kStSm] = sm;
+      }
+#endif
     } else {
       if constexpr (!kTma) {
         cp_async_wait<1>();  // tile 0 (this thread's part)
@@ -242,6 +317,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
           }
         }
       }
+      stamp(kStWg1Loop, 128);
     }
   } else {
     uint8_t* k16 = smem + C::kOffK;
@@ -280,6 +356,12 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     }
   }
   __syncthreads();
+  stamp(kStFinSync, 0);
+  // O leaves through shared memory (the K buffers are free: every tile was waited for, every
+  // wgmma has completed) and the TMA engine, one 2 KB bulk store per head, when the destination
+  // is 16-byte aligned; otherwise element by element from the accumulators.
+  const bool bulk = KV_MLA_BULK_OUT && out_is_16b_aligned(a, sp.num_splits);
+  float* sO = reinterpret_cast<float*>(smem + C::kOffK);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int hl = h ? r1 : r0;
@@ -289,15 +371,39 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     fin.d = sRowD[hl];
     const float lse = softmax_lse(fin);
     const StateSink k = state_sink(a, row, s, sp.num_splits, h0 + hl, VD, lse);
+    // One factor per row: v_scale / d (1 when nothing was attended) through the sink's weight
+    // (k.value of a product: a NaN weight or a NaN in O still reaches the output). Within an ulp
+    // or two of the host's (o * v_scale) / d: the path's tolerance is set by bf16 q and p.
+    const float fac = k.value(c.v_scale * (fin.d != 0.0f ? 1.0f / fin.d : 1.0f));
+    auto out_value = [&](int i) { return o[i] * fac; };
+    if (bulk) {
+      float* dst = sO + hl * C::kOPitch + 256 * wg + 2 * q4;  // + 8 j: columns acc_col(q4, 4 j)
 #pragma unroll
-    for (int j = 0; j < 32; ++j)
+      for (int j = 0; j < 32; ++j)
+        *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(out_value(4 * j + 2 * h),
+                                                              out_value(4 * j + 2 * h + 1));
+    } else {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float v = o[4 * j + 2 * h + e] * c.v_scale;
-        k.put(256 * wg + acc_col(q4, 4 * j + e), fin.d != 0.0f ? v / fin.d : v);
-      }
+      for (int j = 0; j < 32; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          k.o[256 * wg + acc_col(q4, 4 * j + e)] = out_value(4 * j + 2 * h + e);
+    }
     if (wg == 0 && q4 == 0) k.put_lse(lse);
   }
+  stamp(kStEpiVals, 0);
+  if (bulk) {
+    fence_proxy_async();  // the rows written above, visible to the TMA engine
+    __syncthreads();
+    stamp(kStEpiSync, 0);
+    if (tid < nh) {
+      bulk_store(state_out(a, row, s, sp.num_splits, h0 + tid, VD),
+                 smem_u32(sO + tid * C::kOPitch), VD * 4);
+      bulk_commit();
+      bulk_wait_read();  // shared memory must outlive the reads
+    }
+  }
+  stamp(kStStores, 0);
 #else
   __trap();  // not sm_90a code: mla_wgmma_ok never lets this image be launched
 #endif
@@ -356,6 +462,61 @@ const char* image_missing() {
   }
 }
 
+#if KV_MLA_STAMPS
+// The stamps of the last launch, summarised at exit: per phase, the CTAs' min / median / max in
+// microseconds (global timer, relative to the CTA's own entry unless said otherwise).
+unsigned g_stamp_ctas = 0;
+void mla_stamp_report() {
+  static unsigned long long h[kStampCtas][kNumStamps];
+  const unsigned n = std::min<unsigned>(g_stamp_ctas, kStampCtas);
+  if (n == 0 || cudaDeviceSynchronize() != cudaSuccess ||
+      cudaMemcpyFromSymbol(h, g_mla_stamps, sizeof h) != cudaSuccess) {
+    std::fprintf(stderr, "mla stamps: nothing to report\n");
+    return;
+  }
+  unsigned long long t0 = ~0ull, t1 = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    t0 = std::min(t0, h[i][kStEntry]);
+    t1 = std::max(t1, h[i][kStStores]);
+  }
+  auto show = [&](const char* what, auto f) {
+    std::vector<double> v;
+    for (unsigned i = 0; i < n; ++i) v.push_back(f(h[i]));
+    std::sort(v.begin(), v.end());
+    std::fprintf(stderr, "mla stamps: %-34s min %9.2f  median %9.2f  max %9.2f\n", what, v[0],
+                 v[v.size() / 2], v.back());
+  };
+  auto us = [](unsigned long long a, unsigned long long b) {
+    return (double(b) - double(a)) * 1e-3;
+  };
+  std::fprintf(stderr, "mla stamps: %u CTAs, span entry -> last store issued %.2f us\n", n,
+               us(t0, t1));
+  show("entry (from the first entry)", [&](auto& r) { return us(t0, r[kStEntry]); });
+  show("plan read", [&](auto& r) { return us(r[kStEntry], r[kStPlan]); });
+  show("Q in shared memory", [&](auto& r) { return us(r[kStPlan], r[kStQ]); });
+  show("tile 0 landed (after Q)", [&](auto& r) { return us(r[kStQ], r[kStTile0]); });
+  show("WG0 loop (tile 0 in -> end)", [&](auto& r) { return us(r[kStTile0], r[kStWg0Loop]); });
+  show("WG0 loop per tile",
+       [&](auto& r) { return us(r[kStTile0], r[kStWg0Loop]) / double(r[kStTiles]); });
+  show("WG1 loop end - WG0 loop end", [&](auto& r) { return us(r[kStWg0Loop], r[kStWg1Loop]); });
+  show("finish sync (after WG0 loop)", [&](auto& r) { return us(r[kStWg0Loop], r[kStFinSync]); });
+  show("stores issued (after sync)", [&](auto& r) { return us(r[kStFinSync], r[kStStores]); });
+  show("  output values (after sync)", [&](auto& r) { return us(r[kStFinSync], r[kStEpiVals]); });
+  show("  bulk: sync (after values)", [&](auto& r) { return us(r[kStEpiVals], r[kStEpiSync]); });
+  show("  bulk: issue + read (after sync)",
+       [&](auto& r) { return us(r[kStEpiSync], r[kStStores]); });
+  show("total in CTA", [&](auto& r) { return us(r[kStEntry], r[kStStores]); });
+  show("end (from the first entry)", [&](auto& r) { return us(t0, r[kStStores]); });
+  show("clock64 entry -> loop end (kcycles)",
+       [&](auto& r) { return (double(r[kStClkLoop]) - double(r[kStClk0])) * 1e-3; });
+  std::vector<int> per_sm(256, 0);
+  for (unsigned i = 0; i < n; ++i) per_sm[h[i][kStSm] & 255]++;
+  int most = 0, used = 0;
+  for (int c : per_sm) most = std::max(most, c), used += c > 0;
+  std::fprintf(stderr, "mla stamps: %d SMs used, at most %d CTAs on one\n", used, most);
+}
+#endif
+
 }  // namespace
 
 // =================================================================================================
@@ -374,6 +535,11 @@ bool mla_wgmma_ok(const PagedDecodeArgs& a, std::string* why) {
 void launch_mla_wgmma(const PagedDecodeArgs& a, cudaStream_t stream) {
   const unsigned ctas = static_cast<unsigned>(head_block_grid(a, WgmmaCfg<false>::kHeads));
   const int l2 = log2_of(a.cache.block_size);
+#if KV_MLA_STAMPS
+  static bool registered = false;
+  if (!registered) registered = std::atexit(mla_stamp_report) == 0;
+  g_stamp_ctas = ctas;
+#endif
   CUtensorMap map{};  // unused by the cp.async instances
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_wgmma_kernel<true, false>>(WgmmaCfg<true>::kSmem);

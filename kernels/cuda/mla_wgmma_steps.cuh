@@ -144,6 +144,12 @@ __device__ __forceinline__ void convert_tile(const uint8_t* raw, uint8_t* k16, i
   }
 }
 
+// KV_MLA_Q_BATCH (a build-time switch): loads of Q in flight per thread before converting (a
+// divisor of 18; 0: the plain loop below).
+#ifndef KV_MLA_Q_BATCH
+#define KV_MLA_Q_BATCH 18
+#endif
+
 // Q of heads [h0, h0 + nh) of this row into the 16-bit Q tile (zeros for local heads >= nh), and
 // the per-head score factor in log2 units; fp8: q times 2^e per head (max |q| to [2^13, 2^14)).
 template <bool kFp8>
@@ -166,6 +172,38 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
     if (tid < C::kHeads) sQf[tid] = base;
   }
   const bool vec = (reinterpret_cast<uintptr_t>(qrow) & 15u) == 0;  // head rows are 2304 bytes
+  if (KV_MLA_Q_BATCH > 0 && vec) {
+    // Every load of a batch is issued before the first conversion (heads >= nh read head nh - 1
+    // and store zeros), so that a thread has KV_MLA_Q_BATCH x 32 bytes in flight.
+    constexpr int kIters = C::kHeads * (C::HD / 8) / C::kThreads;  // 18
+    constexpr int kBatch = KV_MLA_Q_BATCH > 0 ? KV_MLA_Q_BATCH : 1;
+    static_assert(C::kHeads * (C::HD / 8) % C::kThreads == 0 && kIters % kBatch == 0, "batches");
+#pragma unroll
+    for (int b = 0; b < kIters; b += kBatch) {
+      float4 v[kBatch][2];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int x = tid + (b + k) * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
+        const float4* src = reinterpret_cast<const float4*>(
+            qrow + static_cast<int64_t>(h0 + min(i, nh - 1)) * C::HD + ch * 8);
+        v[k][0] = __ldg(src);
+        v[k][1] = __ldg(src + 1);
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int x = tid + (b + k) * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
+        const float mul = kFp8 ? sQmul[i] : 1.0f;
+        const float4 lo = v[k][0], hi = v[k][1];
+        const uint4 w = i < nh ? make_uint4(pack2<kFp8>(lo.x * mul, lo.y * mul),
+                                            pack2<kFp8>(lo.z * mul, lo.w * mul),
+                                            pack2<kFp8>(hi.x * mul, hi.y * mul),
+                                            pack2<kFp8>(hi.z * mul, hi.w * mul))
+                               : make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(sQ + sw128_chunk(i, ch)) = w;
+      }
+    }
+    return;
+  }
 #pragma unroll 6
   for (int x = tid; x < C::kHeads * (C::HD / 8); x += C::kThreads) {
     const int i = x / (C::HD / 8), ch = x % (C::HD / 8);

@@ -107,4 +107,20 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
 #endif
 }
 
+// `bytes` (a multiple of 16) from shared memory at `src` to global memory at `dst` (16-byte
+// aligned) by the TMA engine, in this thread's bulk async-group; bulk_commit closes the group and
+// bulk_wait_read waits until every committed group has read its shared-memory source (the
+// global writes complete on their own; a kernel's writes are all visible when it ends).
+__device__ __forceinline__ void bulk_store(void* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
 }  // namespace kv::cuda::decode_detail

@@ -36,6 +36,7 @@ struct Options {
   std::string only;  // "", "gqa" or "mla"
   std::vector<int> batches = {1, 16, 64, 128}, contexts = {1024, 8192, 32768};
   int mla_block_size = 64;
+  std::string mla_dtype;  // "", "bf16" or "fp8": MLA cache types to run (both when empty)
   RunOptions run;
 };
 
@@ -51,7 +52,9 @@ std::vector<int> parse_list(const char* s) {
   std::fprintf(stderr,
                "kvbench_decode: %s\nusage: kvbench_decode [--json FILE] [--batches LIST] "
                "[--contexts LIST] [--splits LIST] [--only gqa|mla] [--path P] "
-               "[--mla-block-size N] [--samples N] [--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]\n       kvbench_decode --check "
+               "[--mla-block-size N] [--mla-dtype bf16|fp8] [--samples N] "
+               "[--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]\n"
+               "       kvbench_decode --check "
                "[--seed N] [--path P] [--verbose]\n",
                why);
   std::exit(2);
@@ -76,6 +79,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--splits") o.run.splits = parse_list(value());
     else if (a == "--path") o.run.path = value();
     else if (a == "--mla-block-size") o.mla_block_size = std::atoi(value());
+    else if (a == "--mla-dtype") {
+      o.mla_dtype = value();
+      if (o.mla_dtype != "bf16" && o.mla_dtype != "fp8") usage("--mla-dtype takes bf16 or fp8");
+    }
     else if (a == "--samples") o.run.samples = std::max(1, std::atoi(value()));
     else if (a == "--page-layout") {
       const std::string t = value();
@@ -148,7 +155,8 @@ std::vector<DecodeShape> shapes(const Options& o) {
         v.push_back(s);
       }
   if (o.only != "gqa")
-    for (DType dt : {DType::bf16, DType::fp8_e4m3})
+    for (DType dt : {DType::bf16, DType::fp8_e4m3}) {
+      if (!o.mla_dtype.empty() && o.mla_dtype != (dt == DType::bf16 ? "bf16" : "fp8")) continue;
       for (int b : o.batches)
         for (int ctx : o.contexts) {
           DecodeShape s;
@@ -161,6 +169,7 @@ std::vector<DecodeShape> shapes(const Options& o) {
           s.kv_scale = dt == DType::fp8_e4m3 ? 1.0f / 16.0f : 1.0f;
           v.push_back(s);
         }
+    }
   return v;
 }
 
