@@ -169,6 +169,16 @@ __device__ __forceinline__ HeadBlockCta head_block_cta(const PagedDecodeArgs& a,
 
 // Lets the split merge, launched as this grid's programmatic dependent (decode_merge.cu), be
 // scheduled now: it waits for this grid's completion before it reads anything this grid writes.
+// The other half of programmatic dependent launch: a kernel launched by launch_dependent (below)
+// may start while the grids before it in the stream still run, and reads nothing they write
+// before this wait, which returns once they have completed and their writes are visible (at once
+// when the launch was an ordinary one).
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -340,6 +350,35 @@ inline int log2_of(int64_t x) {
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 inline int v_dim_of(const PagedDecodeArgs& a) { return a.v_dim == 0 ? a.cache.head_dim : a.v_dim; }
+
+// KV_DECODE_PDL=0 (for comparisons): the decode kernels are launched in plain stream order instead
+// of as programmatic dependents of the grid before them (the merge always is).
+#ifndef KV_DECODE_PDL
+#define KV_DECODE_PDL 1
+#endif
+
+// kernel<<<ctas, threads, smem, stream>>>(args...), as a programmatic dependent launch when
+// `programmatic` and the device has compute capability >= 9.0 (plain stream order otherwise): the
+// kernel's CTAs may be scheduled as soon as every CTA of the grid before it has called
+// allow_dependent_launch (or exited), and must call wait_for_prior_grids before reading anything
+// that grid, or any grid before it, writes. The launch error is left for check_launch.
+template <typename... P, typename... A>
+void launch_dependent(bool programmatic, void (*kernel)(P...), unsigned ctas, int threads,
+                      int smem, cudaStream_t stream, A... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(ctas);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  if (programmatic && device_attribute<cudaDevAttrComputeCapabilityMajor>(0) >= 9) {
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  (void)cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 
 // Raises kernel K's dynamic shared-memory limit to at least `bytes` on the current device, once
 // per device and size (a function attribute, not a stream operation: legal while a graph is being

@@ -36,6 +36,7 @@ static_assert(kGenericThreads * kGenericMaxVdPerThread == kMaxHeadDim,
 __global__ void __launch_bounds__(kGenericThreads)
     decode_generic_kernel(const PagedDecodeArgs a, int vd) {
   allow_dependent_launch();
+  wait_for_prior_grids();
   extern __shared__ float gsm[];  // q[head_dim] | scores / probabilities [block_size]
   const PagedKv& c = a.cache;
   const int H = a.num_q_heads, hd = c.head_dim, bs = c.block_size;
@@ -118,7 +119,8 @@ void launch_generic(const PagedDecodeArgs& a, cudaStream_t stream) {
   if (smem > device_smem_optin())
     throw std::invalid_argument("cuda paged_decode: head_dim + block_size too large for the generic path");
   allow_smem<decode_generic_kernel>(smem);
-  decode_generic_kernel<<<static_cast<unsigned>(ctas), kGenericThreads, smem, stream>>>(a, vd);
+  launch_dependent(KV_DECODE_PDL, decode_generic_kernel, static_cast<unsigned>(ctas), kGenericThreads,
+                   smem, stream, a, vd);
   check_launch("decode_generic_kernel");
 }
 

@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(GqaCfg<HD, W>::kThreads, GqaCfg<HD, W>::kMinBl
     decode_gqa_kernel(const PagedDecodeArgs a, int log2_bs) {
   using C = GqaCfg<HD, W>;
   allow_dependent_launch();
+  wait_for_prior_grids();
   extern __shared__ __align__(128) uint8_t smem[];
   const PagedKv& c = a.cache;
   const int G = a.num_q_heads / c.num_kv_heads;
@@ -308,7 +309,8 @@ template <int HD, int W>
 void launch_shape(const PagedDecodeArgs& a, int64_t ctas, int l2, cudaStream_t stream) {
   using C = GqaCfg<HD, W>;
   allow_smem<decode_gqa_kernel<HD, W>>(C::kSmem);
-  decode_gqa_kernel<HD, W><<<static_cast<unsigned>(ctas), C::kThreads, C::kSmem, stream>>>(a, l2);
+  launch_dependent(KV_DECODE_PDL, decode_gqa_kernel<HD, W>, static_cast<unsigned>(ctas),
+                   C::kThreads, C::kSmem, stream, a, l2);
   check_launch("decode_gqa_kernel");
 }
 

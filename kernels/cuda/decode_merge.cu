@@ -62,14 +62,9 @@ __device__ __forceinline__ void split_weights(const float* lse_sm, float* wsm, i
 constexpr int kMergeThreads = 128;
 
 // The merge is launched as a programmatic dependent of the decode kernel (sm_90: launch_dependent
-// below), so that its CTAs are scheduled while the decode grid drains; the partial states may be
-// read only after this wait, which returns once the decode grid has completed and its writes are
-// visible. The split plan and seq_lens were written before the decode kernel started.
-__device__ __forceinline__ void wait_for_decode_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
+// in decode_common.cuh), so that its CTAs are scheduled while the decode grid drains; the partial
+// states may be read only after wait_for_prior_grids. It allows the next grid (the next decode)
+// the same at its start.
 
 __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const PagedDecodeArgs a,
                                                                       int vd) {
@@ -80,7 +75,8 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(const Paged
   const int32_t ns = a.split_meta[kDecodeMetaHeader + row];
   const int64_t chunk = a.split_meta[0];
   if (ns < 2 || ns > a.max_splits || chunk <= 0) return;  // the decode kernel wrote these rows
-  wait_for_decode_grid();
+  allow_dependent_launch();
+  wait_for_prior_grids();
 
   const int64_t base = partial_index(a, row, 0, h);  // split s is at base + s * H
   if (threadIdx.x < 32) {
@@ -121,7 +117,8 @@ __global__ void __launch_bounds__(kV2Threads) decode_merge_v2_kernel(const Paged
   const int32_t ns = a.split_meta[kDecodeMetaHeader + row];
   const int64_t chunk = a.split_meta[0];
   if (ns < 2 || ns > a.max_splits || chunk <= 0) return;  // the decode kernel wrote these rows
-  wait_for_decode_grid();
+  allow_dependent_launch();
+  wait_for_prior_grids();
 
   const int grp = threadIdx.x / kV2Lanes, lane = threadIdx.x % kV2Lanes;
   const int q4 = slice * kV2Lanes + lane;  // float4 index within the head's vd features
@@ -190,30 +187,6 @@ __global__ void __launch_bounds__(kV2Threads) decode_merge_v2_kernel(const Paged
 // Launcher
 // =================================================================================================
 
-namespace {
-
-// kernel<<<ctas, threads, smem, stream>>>(args...), as a programmatic dependent launch on devices
-// of compute capability >= 9.0 (plain stream order elsewhere).
-template <typename... P, typename... A>
-void launch_dependent(void (*kernel)(P...), unsigned ctas, int threads, int smem,
-                      cudaStream_t stream, A... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(ctas);
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  if (device_attribute<cudaDevAttrComputeCapabilityMajor>(0) >= 9) {
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-  (void)cudaLaunchKernelEx(&cfg, kernel, args...);  // its error is the launch's: check_launch
-}
-
-}  // namespace
-
 void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
   if (a.max_splits < 2) return;  // every row was written directly (or is padded)
   const int vd = v_dim_of(a);
@@ -228,8 +201,8 @@ void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
     if (smem > device_smem_optin())
       throw std::invalid_argument("cuda paged_decode: max_splits too large for the merge kernel");
     allow_smem<decode_merge_v2_kernel>(smem);
-    launch_dependent(decode_merge_v2_kernel, static_cast<unsigned>(ctas), kV2Threads, smem, stream,
-                     a, vd, slices);
+    launch_dependent(true, decode_merge_v2_kernel, static_cast<unsigned>(ctas), kV2Threads, smem,
+                     stream, a, vd, slices);
     check_launch("decode_merge_v2_kernel");
     return;
   }
@@ -241,8 +214,8 @@ void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
   if (smem > device_smem_optin())
     throw std::invalid_argument("cuda paged_decode: max_splits too large for the merge kernel");
   allow_smem<decode_merge_kernel>(smem);
-  launch_dependent(decode_merge_kernel, static_cast<unsigned>(ctas), kMergeThreads, smem, stream, a,
-                   vd);
+  launch_dependent(true, decode_merge_kernel, static_cast<unsigned>(ctas), kMergeThreads, smem,
+                   stream, a, vd);
   check_launch("decode_merge_kernel");
 }
 

@@ -68,6 +68,7 @@ template <bool kFp8>
 __global__ void __launch_bounds__(256, 1)
     decode_mla_kernel(const PagedDecodeArgs a, int log2_bs) {
   allow_dependent_launch();
+  wait_for_prior_grids();
   using C = MlaCfg<kFp8>;
   constexpr int HD = C::HD, VD = C::VD;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -371,10 +372,12 @@ void launch_mla(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int l2 = log2_of(a.cache.block_size);
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_kernel<true>>(MlaCfg<true>::kSmem);
-    decode_mla_kernel<true><<<static_cast<unsigned>(ctas), 256, MlaCfg<true>::kSmem, stream>>>(a, l2);
+    launch_dependent(KV_DECODE_PDL, decode_mla_kernel<true>, static_cast<unsigned>(ctas), 256,
+                     MlaCfg<true>::kSmem, stream, a, l2);
   } else {
     allow_smem<decode_mla_kernel<false>>(MlaCfg<false>::kSmem);
-    decode_mla_kernel<false><<<static_cast<unsigned>(ctas), 256, MlaCfg<false>::kSmem, stream>>>(a, l2);
+    launch_dependent(KV_DECODE_PDL, decode_mla_kernel<false>, static_cast<unsigned>(ctas), 256,
+                     MlaCfg<false>::kSmem, stream, a, l2);
   }
   check_launch("decode_mla_kernel");
 }

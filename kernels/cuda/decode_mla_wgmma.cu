@@ -177,9 +177,10 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     decode_mla_wgmma_kernel(const __grid_constant__ CUtensorMap tmap, const PagedDecodeArgs a,
                             int log2_bs) {
   static_assert(!(kFp8 && kTma), "the TMA loads are for the bf16 pipeline");
+  allow_dependent_launch();
+  wait_for_prior_grids();
   stamp(kStEntry, 0);
   stamp(kStClk0, 0, clock64());
-  allow_dependent_launch();
   using C = WgmmaCfg<kFp8>;
   constexpr int VD = C::VD;
   const PagedKv& c = a.cache;
@@ -543,17 +544,17 @@ void launch_mla_wgmma(const PagedDecodeArgs& a, cudaStream_t stream) {
   CUtensorMap map{};  // unused by the cp.async instances
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_wgmma_kernel<true, false>>(WgmmaCfg<true>::kSmem);
-    decode_mla_wgmma_kernel<true, false>
-        <<<ctas, WgmmaCfg<true>::kThreads, WgmmaCfg<true>::kSmem, stream>>>(map, a, l2);
+    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<true, false>, ctas,
+                     WgmmaCfg<true>::kThreads, WgmmaCfg<true>::kSmem, stream, map, a, l2);
   } else if (KV_MLA_TMA && a.cache.block_size >= 8 &&
              encode_cache_map(a.cache, std::min(a.cache.block_size, 64), &map)) {
     allow_smem<decode_mla_wgmma_kernel<false, true>>(WgmmaCfg<false>::kSmem);
-    decode_mla_wgmma_kernel<false, true>
-        <<<ctas, WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream>>>(map, a, l2);
+    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<false, true>, ctas,
+                     WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream, map, a, l2);
   } else {
     allow_smem<decode_mla_wgmma_kernel<false, false>>(WgmmaCfg<false>::kSmem);
-    decode_mla_wgmma_kernel<false, false>
-        <<<ctas, WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream>>>(map, a, l2);
+    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<false, false>, ctas,
+                     WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream, map, a, l2);
   }
   check_launch("decode_mla_wgmma_kernel");
 }
