@@ -119,8 +119,8 @@ void launch_generic(const PagedDecodeArgs& a, cudaStream_t stream) {
   if (smem > device_smem_optin())
     throw std::invalid_argument("cuda paged_decode: head_dim + block_size too large for the generic path");
   allow_smem<decode_generic_kernel>(smem);
-  launch_dependent(KV_DECODE_PDL, decode_generic_kernel, static_cast<unsigned>(ctas), kGenericThreads,
-                   smem, stream, a, vd);
+  launch_dependent(KV_DECODE_PDL, decode_generic_kernel, static_cast<unsigned>(ctas),
+                   kGenericThreads, smem, stream, a, vd);
   check_launch("decode_generic_kernel");
 }
 
