@@ -167,9 +167,7 @@ __device__ __forceinline__ HeadBlockCta head_block_cta(const PagedDecodeArgs& a,
   return t;
 }
 
-// Lets the split merge, launched as this grid's programmatic dependent (decode_merge.cu), be
-// scheduled now: it waits for this grid's completion before it reads anything this grid writes.
-// The other half of programmatic dependent launch: a kernel launched by launch_dependent (below)
+// A kernel launched by launch_dependent (below)
 // may start while the grids before it in the stream still run, and reads nothing they write
 // before this wait, which returns once they have completed and their writes are visible (at once
 // when the launch was an ordinary one).
@@ -179,6 +177,9 @@ __device__ __forceinline__ void wait_for_prior_grids() {
 #endif
 }
 
+// Lets the grid launched after this one as its programmatic dependent (the split merge, the next
+// decode) be scheduled now: it waits for this grid's completion before it reads anything this grid
+// writes.
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -347,7 +348,9 @@ inline int log2_of(int64_t x) {
   while ((int64_t{1} << l) < x) ++l;
   return l;
 }
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+__host__ __device__ inline bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 inline int v_dim_of(const PagedDecodeArgs& a) { return a.v_dim == 0 ? a.cache.head_dim : a.v_dim; }
 

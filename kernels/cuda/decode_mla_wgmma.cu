@@ -167,9 +167,7 @@ struct WgmmaCfg : MlaShape {
 
 // Whether every head's output row of this CTA starts at a 16-byte boundary (the bulk stores').
 __device__ __forceinline__ bool out_is_16b_aligned(const PagedDecodeArgs& a, int ns) {
-  if (ns == 1)
-    return (reinterpret_cast<uintptr_t>(a.out) & 15u) == 0 && (a.out_row_stride & 3) == 0;
-  return (reinterpret_cast<uintptr_t>(a.partial_out) & 15u) == 0;
+  return ns == 1 ? aligned16(a.out) && a.out_row_stride % 4 == 0 : aligned16(a.partial_out);
 }
 
 template <bool kFp8, bool kTma>

@@ -150,6 +150,13 @@ __device__ __forceinline__ void convert_tile(const uint8_t* raw, uint8_t* k16, i
 #define KV_MLA_Q_BATCH 18
 #endif
 
+// 8 features of q (lo, hi) times mul as one 16-byte chunk of the 16-bit Q tile.
+template <bool kFp8>
+__device__ __forceinline__ uint4 pack_q8(const float4& lo, const float4& hi, float mul) {
+  return make_uint4(pack2<kFp8>(lo.x * mul, lo.y * mul), pack2<kFp8>(lo.z * mul, lo.w * mul),
+                    pack2<kFp8>(hi.x * mul, hi.y * mul), pack2<kFp8>(hi.z * mul, hi.w * mul));
+}
+
 // Q of heads [h0, h0 + nh) of this row into the 16-bit Q tile (zeros for local heads >= nh), and
 // the per-head score factor in log2 units; fp8: q times 2^e per head (max |q| to [2^13, 2^14)).
 template <bool kFp8>
@@ -171,7 +178,7 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
   } else {
     if (tid < C::kHeads) sQf[tid] = base;
   }
-  const bool vec = (reinterpret_cast<uintptr_t>(qrow) & 15u) == 0;  // head rows are 2304 bytes
+  const bool vec = aligned16(qrow);  // head rows are 2304 bytes
   if (KV_MLA_Q_BATCH > 0 && vec) {
     // Every load of a batch is issued before the first conversion (heads >= nh read head nh - 1
     // and store zeros), so that a thread has KV_MLA_Q_BATCH x 32 bytes in flight.
@@ -192,12 +199,7 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         const int x = tid + (b + k) * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
-        const float mul = kFp8 ? sQmul[i] : 1.0f;
-        const float4 lo = v[k][0], hi = v[k][1];
-        const uint4 w = i < nh ? make_uint4(pack2<kFp8>(lo.x * mul, lo.y * mul),
-                                            pack2<kFp8>(lo.z * mul, lo.w * mul),
-                                            pack2<kFp8>(hi.x * mul, hi.y * mul),
-                                            pack2<kFp8>(hi.z * mul, hi.w * mul))
+        const uint4 w = i < nh ? pack_q8<kFp8>(v[k][0], v[k][1], kFp8 ? sQmul[i] : 1.0f)
                                : make_uint4(0u, 0u, 0u, 0u);
         *reinterpret_cast<uint4*>(sQ + sw128_chunk(i, ch)) = w;
       }
@@ -210,19 +212,15 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
     uint4 w = make_uint4(0u, 0u, 0u, 0u);
     if (i < nh) {
       const float* src = qrow + static_cast<int64_t>(h0 + i) * C::HD + ch * 8;
-      float v[8];
+      float4 lo, hi;
       if (vec) {
-        const float4 lo = *reinterpret_cast<const float4*>(src);
-        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z,
-        v[7] = hi.w;
+        lo = *reinterpret_cast<const float4*>(src);
+        hi = *reinterpret_cast<const float4*>(src + 4);
       } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = src[j];
+        lo = make_float4(src[0], src[1], src[2], src[3]);
+        hi = make_float4(src[4], src[5], src[6], src[7]);
       }
-      const float mul = kFp8 ? sQmul[i] : 1.0f;
-      w = make_uint4(pack2<kFp8>(v[0] * mul, v[1] * mul), pack2<kFp8>(v[2] * mul, v[3] * mul),
-                     pack2<kFp8>(v[4] * mul, v[5] * mul), pack2<kFp8>(v[6] * mul, v[7] * mul));
+      w = pack_q8<kFp8>(lo, hi, kFp8 ? sQmul[i] : 1.0f);
     }
     *reinterpret_cast<uint4*>(sQ + sw128_chunk(i, ch)) = w;
   }
