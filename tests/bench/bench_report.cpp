@@ -53,23 +53,24 @@ std::string results_markdown(const DeviceInfo& dev, const std::vector<BenchResul
   std::ostringstream o;
   o << "Device: " << dev.name << " (" << dev.sms << " SMs, " << fmt("%.0f", dev.l2_bytes / 1e6)
     << " MB L2). Copy bandwidth (device-to-device, read + write): " << fmt("%.3f", dev.copy_tbps)
-    << " TB/s.\n\n";
+    << " TB/s; streaming read: " << fmt("%.3f", dev.read_tbps) << " TB/s.\n\n";
   o << "| kind | dtype | batch | context | path | best max_splits | time (us) | floor at copy BW (us) "
-       "| TB/s | % of copy | err vs generic | input sets |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "| TB/s | % of copy | % of read | err vs generic | input sets |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const BenchResult& r : results) {
     const DecodeShape& s = r.shape;
     o << "| " << s.kind << " | " << dtype_label(s.dtype) << " | " << s.batch << " | " << s.context
       << " | ";
     if (!r.skipped.empty()) {
-      o << "skipped: " << r.skipped << " | | | | | | | |\n";
+      o << "skipped: " << r.skipped << " | | | | | | | | |\n";
       continue;
     }
     const double floor_us = dev.copy_tbps > 0 ? r.bytes / (dev.copy_tbps * 1e12) * 1e6 : 0.0;
     o << (r.path.empty() ? "-" : r.path) << (r.error.empty() ? "" : " **FAILED**") << " | "
       << r.best_splits << " | " << fmt("%.1f", r.best_us) << " | " << fmt("%.1f", floor_us) << " | "
       << fmt("%.3f", r.tbps) << " | " << fmt("%.1f", 100.0 * r.copy_fraction) << " | "
-      << fmt("%.2g", r.max_err) << " | " << r.input_sets << " |\n";
+      << (dev.read_tbps > 0 ? fmt("%.1f", 100.0 * r.tbps / dev.read_tbps) : std::string("-"))
+      << " | " << fmt("%.2g", r.max_err) << " | " << r.input_sets << " |\n";
   }
   bool any_error = false;
   for (const BenchResult& r : results)
@@ -89,7 +90,8 @@ void write_results_json(const std::string& path, const DeviceInfo& dev,
   f << "{\n  \"schema\": \"kvbench_decode/1\",\n";
   f << "  \"device\": {\"name\": " << json_string(dev.name) << ", \"sms\": " << dev.sms
     << ", \"l2_bytes\": " << dev.l2_bytes << ", \"memory_gib\": " << num(dev.mem_gib)
-    << ", \"copy_tbps\": " << num(dev.copy_tbps) << "},\n";
+    << ", \"copy_tbps\": " << num(dev.copy_tbps) << ", \"read_tbps\": " << num(dev.read_tbps)
+    << "},\n";
   f << "  \"results\": [";
   for (size_t i = 0; i < results.size(); ++i) {
     const BenchResult& r = results[i];

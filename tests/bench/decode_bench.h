@@ -66,6 +66,7 @@ struct DeviceInfo {
   int sms = 0, l2_bytes = 0;
   double mem_gib = 0.0;
   double copy_tbps = 0.0;  // device-to-device copy, bytes read + written, median
+  double read_tbps = 0.0;  // streaming read, bytes read (decode's traffic is read-only)
 };
 
 std::string results_markdown(const DeviceInfo& dev, const std::vector<BenchResult>& results);

@@ -8,7 +8,8 @@ combined table (ours vs PyTorch) that scripts/bench-decode.sh prints last.
 For every GQA shape of the kvbench_decode JSON (32 q / 8 kv heads, head_dim 128, bf16):
   * SDPA: torch.nn.functional.scaled_dot_product_attention on K/V gathered contiguous
     ([B, 8, ctx, 128], enable_gqa=True), each backend tried (flash, efficient, cudnn, math), the
-    fastest kept and named;
+    fastest kept and named; and once more with no backend forced (PyTorch's own dispatch, what a
+    caller gets by default);
   * FlexAttention paged decode: torch.nn.attention.flex_attention over a paged pool with a block
     mask converted through the page table (torch's experimental PagedAttention); it compiles one
     kernel per shape, so by default only a few shapes run it (--flex all for every one). Anything
@@ -127,6 +128,24 @@ def bench_sdpa(torch, kind, batch, ctx):
     return best
 
 
+def bench_sdpa_default(torch, batch, ctx):
+    """SDPA as a caller gets it, with no backend forced (PyTorch's own dispatch), GQA only: us."""
+    import torch.nn.functional as F
+    dt, hq, hkv, d = torch.bfloat16, 32, 8, 128
+    n = n_sets(torch, batch * ctx * hkv * d * 2 * 2 + batch * hq * d * 2 * 2)
+    if n < 1:
+        raise RuntimeError("does not fit in memory")
+    sets = [(torch.randn(batch, hq, 1, d, device="cuda", dtype=dt),
+             torch.randn(batch, hkv, ctx, d, device="cuda", dtype=dt),
+             torch.randn(batch, hkv, ctx, d, device="cuda", dtype=dt)) for _ in range(n)]
+    fns = [lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+           for (q, k, v) in sets]
+    us = time_graph(torch, fns)
+    del sets
+    torch.cuda.empty_cache()
+    return us
+
+
 def bench_flex_paged(torch, batch, ctx, page=128):
     """FlexAttention decode over a paged K/V pool (shuffled pages): (us, bytes, note)."""
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -181,6 +200,7 @@ def main():
 
     ours = json.load(open(args.ours))
     copy = ours["device"]["copy_tbps"]
+    read = ours["device"].get("read_tbps") or 0.0
     rows, torch_json = [], []
     try:
         import torch
@@ -195,7 +215,7 @@ def main():
     for r in ours["results"]:
         kind, dtype, batch, ctx = r["kind"], r["dtype"], r["batch"], r["context"]
         entry = {"kind": kind, "dtype": dtype, "batch": batch, "context": ctx}
-        sdpa = flexr = None
+        sdpa = flexr = sdpa_default = None
         sdpa_note = flex_note = ""
         if torch is None:
             sdpa_note = "no torch"
@@ -208,6 +228,13 @@ def main():
             except Exception as e:
                 sdpa_note = f"not available: {str(e).splitlines()[0][:100]}"
                 torch.cuda.empty_cache()
+            if kind == "gqa":
+                try:
+                    sdpa_default = bench_sdpa_default(torch, batch, ctx)
+                    entry["sdpa_default"] = {"us": sdpa_default}
+                except Exception as e:
+                    entry["sdpa_default_error"] = str(e).splitlines()[0][:100]
+                    torch.cuda.empty_cache()
         if torch is not None and kind == "gqa" and (args.flex == "all" or (args.flex == "some" and (batch, ctx) in FLEX_SOME)):
             try:
                 flexr = bench_flex_paged(torch, batch, ctx)
@@ -219,8 +246,8 @@ def main():
         entry["sdpa_note"], entry["flex_note"] = sdpa_note, flex_note
         torch_json.append(entry)
         log(f"{kind} {dtype} batch {batch} ctx {ctx}: sdpa {fmt(sdpa and sdpa[0])} us {sdpa_note} "
-            f"flex {fmt(flexr and flexr[0])} us {flex_note}")
-        rows.append((r, sdpa, sdpa_note, flexr, flex_note))
+            f"(default dispatch {fmt(sdpa_default)} us) flex {fmt(flexr and flexr[0])} us {flex_note}")
+        rows.append((r, sdpa, sdpa_note, sdpa_default, flexr, flex_note))
 
     def tbps(b, us):
         return b / (us * 1e-6) / 1e12
@@ -228,24 +255,35 @@ def main():
     lines = [f"# Paged decode: kvbench_decode vs PyTorch",
              "",
              f"Device: {ours['device']['name']}. Copy bandwidth (device-to-device, read + write): "
-             f"{copy:.3f} TB/s, measured in the same session. {torch_note}.",
+             f"{copy:.3f} TB/s; streaming read: {read:.3f} TB/s; both measured in the same session. "
+             f"{torch_note}.",
              "TB/s = (q + attended K/V + out) / time; ours has float32 q/out, PyTorch bf16. "
-             "'x SDPA' = SDPA time / our time (above 1: ours is faster).",
+             "'% read' = TB/s against the streaming read (decode traffic is read-only). "
+             "SDPA = the fastest backend, forced one at a time; 'SDPA default' = no backend forced "
+             "(PyTorch's own choice). 'x SDPA' = SDPA time / our time (above 1: ours is faster).",
              "",
              "| kind | dtype | batch | context | ours path | splits | ours us | ours TB/s | ours % copy "
-             "| SDPA us | SDPA TB/s | SDPA backend | x SDPA | Flex paged us | Flex TB/s | x Flex |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r, sdpa, sdpa_note, flexr, flex_note in rows:
+             "| ours % read | SDPA us | SDPA TB/s | SDPA % read | SDPA backend | x SDPA | SDPA default us "
+             "| x default | Flex paged us | Flex TB/s | x Flex |",
+             "|" + "---|" * 20]
+
+    def pct_read(tb):
+        return fmt(100 * tb / read) if read > 0 else "-"
+
+    for r, sdpa, sdpa_note, sdpa_default, flexr, flex_note in rows:
         if r.get("skipped"):
-            ours_cells = ["skipped", "-", "-", "-", "-"]
+            ours_cells = ["skipped", "-", "-", "-", "-", "-"]
         elif r.get("error"):
-            ours_cells = [f"{r['path']} FAILED", str(r["best_max_splits"]), fmt(r["best_us"] or None), "-", "-"]
+            ours_cells = [f"{r['path']} FAILED", str(r["best_max_splits"]), fmt(r["best_us"] or None), "-", "-", "-"]
         else:
             ours_cells = [r["path"], str(r["best_max_splits"]), fmt(r["best_us"]), fmt(r["tbps"], "{:.3f}"),
-                          fmt(100 * r["copy_fraction"])]
+                          fmt(100 * r["copy_fraction"]), pct_read(r["tbps"])]
         ok = not r.get("skipped") and not r.get("error") and r.get("best_us")
-        s_cells = ([fmt(sdpa[0]), fmt(tbps(sdpa[1], sdpa[0]), "{:.3f}"), sdpa[2],
-                    fmt(sdpa[0] / r["best_us"], "{:.2f}") if ok else "-"] if sdpa else [sdpa_note or "-", "-", "-", "-"])
+        s_cells = ([fmt(sdpa[0]), fmt(tbps(sdpa[1], sdpa[0]), "{:.3f}"), pct_read(tbps(sdpa[1], sdpa[0])), sdpa[2],
+                    fmt(sdpa[0] / r["best_us"], "{:.2f}") if ok else "-"]
+                   if sdpa else [sdpa_note or "-", "-", "-", "-", "-"])
+        s_cells += ([fmt(sdpa_default), fmt(sdpa_default / r["best_us"], "{:.2f}") if ok else "-"]
+                    if sdpa_default else ["-", "-"])
         f_cells = ([fmt(flexr[0]), fmt(tbps(flexr[1], flexr[0]), "{:.3f}"),
                     fmt(flexr[0] / r["best_us"], "{:.2f}") if ok else "-"] if flexr else [flex_note or "-", "-", "-"])
         lines.append("| " + " | ".join([r["kind"], r["dtype"], str(r["batch"]), str(r["context"])] + ours_cells
