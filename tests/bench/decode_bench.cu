@@ -3,17 +3,19 @@
 // (target kvbench_decode, CUDA builds only); run by scripts/bench-decode.sh.
 //
 //   kvbench_decode [--json FILE] [--batches 1,16,64,128] [--contexts 1024,8192,32768]
-//                  [--splits 1,2,4,...] [--only gqa|mla] [--path automatic|generic|gqa_tc|mla_tc|mla_wgmma]
-//                  [--mla-block-size 64] [--samples 7] [--tables shuffled|sequential]
-//                  [--page-layout nhd|hnd] [--quick]
+//                  [--splits 1,2,4,...] [--only gqa|mla]
+//                  [--path automatic|generic|gqa_tc|mla_tc|mla_wgmma]
+//                  [--mla-block-size 64] [--mla-dtype bf16|fp8] [--samples 7]
+//                  [--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]
 //   kvbench_decode --check [--seed N] [--path P] [--verbose]   (--path: that path alone)
 //
 // Bench mode, in one run on one GPU: (a) a device-to-device copy (bytes read + written, median of
-// 20) as the bandwidth ceiling, and a streaming read, the ceiling of read-only traffic; (b) GQA decode, 32 q / 8 kv heads, head_dim 128, bf16, block 16;
-// (c) MLA decode, 128 q heads, latent 512 + rope 64, bf16 and fp8 — each over batch x context,
-// with a max_splits sweep (the engine's split rule) and a correctness check against the generic
-// path first. Prints a markdown table (last) and writes the JSON file. Exit status: 0 when every
-// configuration ran and matched, 1 when one failed, 2 on a usage error.
+// 20) as the bandwidth ceiling, and a streaming read, the ceiling of read-only traffic; (b) GQA
+// decode, 32 q / 8 kv heads, head_dim 128, bf16, block 16; (c) MLA decode, 128 q heads, latent
+// 512 + rope 64, bf16 and fp8 — each over batch x context, with a max_splits sweep (the engine's
+// split rule) and a correctness check against the generic path first. Prints a markdown table
+// (last) and writes the JSON file. Exit status: 0 when every configuration ran and matched, 1
+// when one failed, 2 on a usage error.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -123,6 +125,21 @@ DeviceInfo device_info() {
   return d;
 }
 
+// Median time (ms) of 20 runs of `op` on the default stream, after 3 warm-ups.
+template <class Op>
+double median_ms(Op op) {
+  EventTimer t;
+  for (int i = 0; i < 3; ++i) op();
+  std::vector<double> s;
+  for (int i = 0; i < 20; ++i) {
+    t.start(nullptr);
+    op();
+    s.push_back(t.stop_ms(nullptr));
+  }
+  BENCH_CUDA(cudaGetLastError());
+  return median(s);
+}
+
 // Device-to-device copy of 2 x 1 GiB (smaller when memory is short): bytes read + written over
 // the median time of 20 copies after 3 warm-ups.
 double copy_bandwidth_tbps() {
@@ -131,23 +148,17 @@ double copy_bandwidth_tbps() {
   const size_t bytes = std::min<size_t>(size_t(1) << 30, free_b / 4);
   DevBuf src(bytes), dst(bytes);
   fill_uniform(src.as(), bytes / 4, DType::f32, -1.0f, 1.0f, 1.0f, 7, nullptr);
-  EventTimer t;
-  for (int i = 0; i < 3; ++i)
+  const double ms = median_ms([&] {
     BENCH_CUDA(cudaMemcpyAsync(dst.as(), src.as(), bytes, cudaMemcpyDeviceToDevice, nullptr));
-  std::vector<double> s;
-  for (int i = 0; i < 20; ++i) {
-    t.start(nullptr);
-    BENCH_CUDA(cudaMemcpyAsync(dst.as(), src.as(), bytes, cudaMemcpyDeviceToDevice, nullptr));
-    s.push_back(t.stop_ms(nullptr));
-  }
-  return 2.0 * double(bytes) / (median(s) * 1e-3) / 1e12;
+  });
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
 }
 
 // The read ceiling: decode only reads K/V, so the copy figure (half reads, half writes) is not
-// its limit. A streaming read of 2 GiB (a quarter of free memory when that is less): each thread keeps 4 independent 16-byte non-coherent loads in flight,
-// grid-stride, XOR-folded into a value stored only if it matches a constant (so the loads stay
-// live). Two shapes (4 and 8 CTAs of 256 threads per SM); the faster median of 20 launches after
-// 3 warm-ups, in bytes read per second.
+// its limit. A streaming read of 2 GiB (a quarter of free memory when that is less): each thread
+// keeps 4 independent 16-byte non-coherent loads in flight, grid-stride, XOR-folded into a value
+// stored only if it matches a constant (so the loads stay live). Two shapes (4 and 8 CTAs of 256
+// threads per SM); the faster median of 20 launches after 3 warm-ups, in bytes read per second.
 __global__ void read_stream_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sink) {
   uint32_t acc = 0;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
@@ -155,7 +166,8 @@ __global__ void read_stream_kernel(const uint4* __restrict__ p, size_t n, uint32
   for (; i + 3 * stride < n; i += 4 * stride) {
     const uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride),
                 d = __ldg(p + i + 3 * stride);
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^
+           d.w;
   }
   for (; i < n; i += stride) {
     const uint4 a = __ldg(p + i);
@@ -170,22 +182,13 @@ double read_bandwidth_tbps(int sms) {
   const size_t bytes = std::min<size_t>(size_t(2) << 30, free_b / 4) & ~size_t(15);
   DevBuf src(bytes), sink(4);
   fill_uniform(src.as(), bytes / 4, DType::f32, -1.0f, 1.0f, 1.0f, 11, nullptr);
-  const size_t n = bytes / 16;
-  EventTimer t;
   double best = 0.0;
   for (int per_sm : {4, 8}) {
-    const unsigned blocks = unsigned(sms * per_sm);
-    for (int i = 0; i < 3; ++i)
-      read_stream_kernel<<<blocks, 256>>>(src.as<uint4>(), n, sink.as<uint32_t>());
-    BENCH_CUDA(cudaGetLastError());
-    std::vector<double> s;
-    for (int i = 0; i < 20; ++i) {
-      t.start(nullptr);
-      read_stream_kernel<<<blocks, 256>>>(src.as<uint4>(), n, sink.as<uint32_t>());
-      s.push_back(t.stop_ms(nullptr));
-    }
-    BENCH_CUDA(cudaGetLastError());
-    best = std::max(best, double(bytes) / (median(s) * 1e-3) / 1e12);
+    const double ms = median_ms([&] {
+      read_stream_kernel<<<unsigned(sms * per_sm), 256>>>(src.as<uint4>(), bytes / 16,
+                                                          sink.as<uint32_t>());
+    });
+    best = std::max(best, double(bytes) / (ms * 1e-3) / 1e12);
   }
   return best;
 }

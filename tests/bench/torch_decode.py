@@ -87,7 +87,9 @@ def sdpa_backends(torch):
 
 
 def bench_sdpa(torch, kind, batch, ctx):
-    """Best SDPA backend over contiguous K/V: (us, bytes, backend) or raises."""
+    """Best SDPA backend over contiguous K/V: (us, bytes, backend, default_us) or raises.
+    default_us: SDPA with no backend forced (PyTorch's own dispatch) on the same inputs, GQA only
+    (None for MLA, or when it fails)."""
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
     dt = torch.bfloat16
@@ -110,40 +112,28 @@ def bench_sdpa(torch, kind, batch, ctx):
     # q + attended K/V + out; MLA counts the latent once (as kvbench_decode does), although SDPA
     # here also reads its separate copy of V.
     bytes_ = batch * hq * d * 2 + kv_bytes + batch * hq * dv * 2
+    fns = [lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+           for (q, k, v) in sets]
     best, errors = None, []
     for name, backend in sdpa_backends(torch):
         try:
             with sdpa_kernel([backend]):
-                fns = [lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-                       for (q, k, v) in sets]
                 us = time_graph(torch, fns)
             if best is None or us < best[0]:
                 best = (us, bytes_, name)
         except Exception as e:  # a backend that does not take the shape
             errors.append(f"{name}: {str(e).splitlines()[0][:80]}")
-    del sets
+    default_us = None
+    if kind == "gqa":
+        try:
+            default_us = time_graph(torch, fns)
+        except Exception as e:
+            errors.append(f"default: {str(e).splitlines()[0][:80]}")
+    del sets, fns
     torch.cuda.empty_cache()
     if best is None:
         raise RuntimeError("; ".join(errors))
-    return best
-
-
-def bench_sdpa_default(torch, batch, ctx):
-    """SDPA as a caller gets it, with no backend forced (PyTorch's own dispatch), GQA only: us."""
-    import torch.nn.functional as F
-    dt, hq, hkv, d = torch.bfloat16, 32, 8, 128
-    n = n_sets(torch, batch * ctx * hkv * d * 2 * 2 + batch * hq * d * 2 * 2)
-    if n < 1:
-        raise RuntimeError("does not fit in memory")
-    sets = [(torch.randn(batch, hq, 1, d, device="cuda", dtype=dt),
-             torch.randn(batch, hkv, ctx, d, device="cuda", dtype=dt),
-             torch.randn(batch, hkv, ctx, d, device="cuda", dtype=dt)) for _ in range(n)]
-    fns = [lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-           for (q, k, v) in sets]
-    us = time_graph(torch, fns)
-    del sets
-    torch.cuda.empty_cache()
-    return us
+    return best + (default_us,)
 
 
 def bench_flex_paged(torch, batch, ctx, page=128):
@@ -224,17 +214,13 @@ def main():
         else:
             try:
                 sdpa = bench_sdpa(torch, kind, batch, ctx)
+                sdpa_default = sdpa[3]
                 entry["sdpa"] = {"us": sdpa[0], "bytes": sdpa[1], "backend": sdpa[2]}
+                if sdpa_default is not None:
+                    entry["sdpa_default"] = {"us": sdpa_default}
             except Exception as e:
                 sdpa_note = f"not available: {str(e).splitlines()[0][:100]}"
                 torch.cuda.empty_cache()
-            if kind == "gqa":
-                try:
-                    sdpa_default = bench_sdpa_default(torch, batch, ctx)
-                    entry["sdpa_default"] = {"us": sdpa_default}
-                except Exception as e:
-                    entry["sdpa_default_error"] = str(e).splitlines()[0][:100]
-                    torch.cuda.empty_cache()
         if torch is not None and kind == "gqa" and (args.flex == "all" or (args.flex == "some" and (batch, ctx) in FLEX_SOME)):
             try:
                 flexr = bench_flex_paged(torch, batch, ctx)
