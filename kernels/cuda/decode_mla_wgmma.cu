@@ -93,8 +93,9 @@ __device__ __forceinline__ void stamp(int, int, long long = -1) {}
 // CTA = (row, split, kv head, 64-head block), as mla_tc: the two CTAs of a 128-head row read the
 // same tiles back to back (the second read hits L2). 256 threads = two warpgroups:
 //   WG0: S = Q·K^T (36 x m64n64k16, Q and K from shared memory), the online softmax on the
-//        accumulators (a warp owns 16 whole rows: no cross-warp reduction), P to shared memory for
-//        WG1, then O[:, 0:256] += P·V (4 x m64n256k16, P from its registers, V MN-major);
+//        accumulators (a warp owns 16 whole rows: no cross-warp reduction), O[:, 0:256] += P·V
+//        issued (4 x m64n256k16, P from its registers, V MN-major), then P to shared memory for
+//        WG1 while that runs (KV_MLA_PV_FIRST, mla_wgmma_steps.cuh);
 //   WG1: the loader (the tile after next, while WG0 computes this one), then O[:, 256:512] +=
 //        P·V with P from shared memory.
 // Each warpgroup owns 64 heads x 256 features of O: 128 float registers per thread.

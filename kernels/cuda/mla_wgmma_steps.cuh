@@ -234,21 +234,52 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
+// The largest of a thread's 16 scores of row half h (registers i with ((i >> 1) & 1) == h), as a
+// tree: fmaxf drops a NaN score, as the host's `s > tile_max`.
+__device__ __forceinline__ float half_max(const float (&s)[32], int h) {
+  float v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = fmaxf(s[4 * k + 2 * h], s[4 * k + 2 * h + 1]);
+#pragma unroll
+  for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+    for (int k = 0; k < w; ++k) v[k] = fmaxf(v[k], v[k + w]);
+  return v[0];
+}
+// The sum of a thread's 16 values of row half h, as a tree.
+__device__ __forceinline__ float half_sum(const float (&s)[32], int h) {
+  float v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = s[4 * k + 2 * h] + s[4 * k + 2 * h + 1];
+#pragma unroll
+  for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+    for (int k = 0; k < w; ++k) v[k] += v[k + w];
+  return v[0];
+}
+
 // One tile's online-softmax step on WG0's S accumulators, for the thread's rows (register i is
 // in row half (i >> 1) & 1). s: raw q·k in, p out. m, d: running max (log2 units) and this
 // thread's share of the running sum. f: the factor O and d were rescaled by (host:
 // softmax_rescale; 1 when the max did not grow, also for an all-masked tile).
+// On a whole tile with a positive score factor the max is taken over the raw scores and scaled
+// once (sl2 > 0 and rounding keeps the order: max(s) * sl2 == max(s * sl2)), and each p is
+// 2^(s * sl2 - m) from one fma; otherwise (a partial tile, or a factor that is not positive) each
+// score is scaled or masked first. m == -inf (nothing finite attended yet) subtracts 0 instead:
+// every score is then -inf (p = 0) or NaN (p = NaN), as with a per-entry select. The max and the
+// sum are trees (results/decode-bench.md, "MLA: the softmax and the P hand-off").
 __device__ __forceinline__ void softmax_tile(float (&s)[32], float (&m)[2], float (&d)[2],
                                              const float (&sl2)[2], int tile_tok, int q4, int start,
                                              int end, float (&f)[2]) {
-  float mx[2] = {-INFINITY, -INFINITY};
-  if (tile_tok >= start && tile_tok + 64 <= end) {  // the whole tile is in the split
+  float mx[2], mul[2];
+  if (tile_tok >= start && tile_tok + 64 <= end && sl2[0] > 0.0f && sl2[1] > 0.0f) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      s[i] *= sl2[(i >> 1) & 1];
-      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = half_max(s, h) * sl2[h];
+      mul[h] = sl2[h];
     }
   } else {
+    mx[0] = mx[1] = -INFINITY;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       const int h = (i >> 1) & 1;
@@ -256,7 +287,9 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], float (&m)[2], floa
       s[i] = (tok >= start && tok < end) ? s[i] * sl2[h] : -INFINITY;
       mx[h] = fmaxf(mx[h], s[i]);  // fmaxf drops a NaN score, as the host's `s > tile_max`
     }
+    mul[0] = mul[1] = 1.0f;
   }
+  float sub[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     mx[h] = warp_max_ignore_nan(mx[h], 4);  // the quad holds the row's 64 columns
@@ -266,13 +299,15 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], float (&m)[2], floa
       m[h] = mx[h];
     }
     d[h] *= f[h];
+    sub[h] = (m[h] == -INFINITY) ? 0.0f : -m[h];
   }
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
     const int h = (i >> 1) & 1;
-    s[i] = (s[i] == -INFINITY) ? 0.0f : exp2_fast(s[i] - m[h]);  // a masked entry is 0 exactly
-    d[h] += s[i];
+    s[i] = exp2_fast(fmaf(s[i], mul[h], sub[h]));  // a masked entry: 2^-inf = 0 exactly
   }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) d[h] += half_sum(s, h);
 }
 
 // O *= f per row (skipped, warp by warp, when no row of the warp changed: f == 1 is exact).
@@ -292,17 +327,21 @@ __device__ __forceinline__ void wg0_issue_s(float (&sacc)[32], uint32_t q_addr, 
   wgmma_commit();
 }
 
-// WG0 after S (waited for): the softmax, P in registers (pa, P·V's A fragments) and in shared
-// memory for WG1 with its row rescale factors, announced on PFull; f: this thread's rows' factors.
-// wait_p_empty: WG1 may still be reading P(t - 1).
+// WG0 after S (waited for): the softmax and P in registers (pa, P·V's A fragments); f: this
+// thread's rows' rescale factors.
 template <bool kF16>
-__device__ __forceinline__ void wg0_softmax_p(float (&sacc)[32], float (&m)[2], float (&d)[2],
-                                              const float (&sl2)[2], uint8_t* sP, float* sScale,
-                                              int tile_tok, const Split& sp, int w,
-                                              bool wait_p_empty, uint32_t (&pa)[4][4],
-                                              float (&f)[2]) {
+__device__ __forceinline__ void wg0_softmax(float (&sacc)[32], float (&m)[2], float (&d)[2],
+                                            const float (&sl2)[2], int tile_tok, const Split& sp,
+                                            int w, uint32_t (&pa)[4][4], float (&f)[2]) {
   softmax_tile(sacc, m, d, sl2, tile_tok, w & 3, sp.start, sp.end, f);
   p_frag<kF16>(sacc, pa);
+}
+
+// P and its row rescale factors to shared memory for WG1, announced on PFull. wait_p_empty: WG1
+// may still be reading P(t - 1). Only reads pa, so it may run while WG0's P·V reads pa too.
+__device__ __forceinline__ void wg0_publish_p(const uint32_t (&pa)[4][4], const float (&f)[2],
+                                              uint8_t* sP, float* sScale, int w,
+                                              bool wait_p_empty) {
   if (wait_p_empty) named_sync(kBarPEmpty, kBarThreads);  // WG1 is done with P(t - 1)
   store_p(sP, pa, w);
   if ((w & 3) == 0) {
@@ -314,7 +353,7 @@ __device__ __forceinline__ void wg0_softmax_p(float (&sacc)[32], float (&m)[2], 
 }
 
 // WG0's half of P·V: O rescaled, then O[:, 0:256] += P·V issued and committed (not waited for;
-// pa must stay untouched until it completes).
+// pa must stay unwritten until it completes).
 template <bool kF16>
 __device__ __forceinline__ void wg0_issue_pv(float (&o)[128], uint32_t (&pa)[4][4],
                                              const float (&f)[2], uint32_t k_addr) {
@@ -327,7 +366,16 @@ __device__ __forceinline__ void wg0_issue_pv(float (&o)[128], uint32_t (&pa)[4][
   wgmma_commit();
 }
 
-// WG0's part of a tile, step after step: S, softmax, P, its half of P·V; returns after it.
+// KV_MLA_PV_FIRST (a build-time switch): 1 (default), WG0 issues its P·V half before it publishes
+// P for WG1, so the tensor pipe starts on P·V while P goes through shared memory (the P store,
+// proxy fence and PFull take ~140 clocks, results/decode-bench.md, "MLA: the softmax and the P
+// hand-off"); 0, P is published first (the order before 2026-11-22's eighth run).
+#ifndef KV_MLA_PV_FIRST
+#define KV_MLA_PV_FIRST 1
+#endif
+
+// WG0's part of a tile, step after step: S, softmax, its half of P·V and P for WG1; returns after
+// its P·V half has completed.
 template <bool kF16>
 __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (&d)[2],
                                          const float (&sl2)[2], uint32_t q_addr, uint32_t k_addr,
@@ -339,8 +387,14 @@ __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (
   fence_regs(sacc);
   uint32_t pa[4][4];
   float f[2];
-  wg0_softmax_p<kF16>(sacc, m, d, sl2, sP, sScale, tile_tok, sp, w, wait_p_empty, pa, f);
-  wg0_issue_pv<kF16>(o, pa, f, k_addr);
+  wg0_softmax<kF16>(sacc, m, d, sl2, tile_tok, sp, w, pa, f);
+  if (KV_MLA_PV_FIRST) {
+    wg0_issue_pv<kF16>(o, pa, f, k_addr);
+    wg0_publish_p(pa, f, sP, sScale, w, wait_p_empty);
+  } else {
+    wg0_publish_p(pa, f, sP, sScale, w, wait_p_empty);
+    wg0_issue_pv<kF16>(o, pa, f, k_addr);
+  }
   wgmma_wait<0>();
   fence_regs(o);
 }
