@@ -234,28 +234,25 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
-// The largest of a thread's 16 scores of row half h (registers i with ((i >> 1) & 1) == h), as a
-// tree: fmaxf drops a NaN score, as the host's `s > tile_max`.
-__device__ __forceinline__ float half_max(const float (&s)[32], int h) {
+// op over a thread's 16 values of row half h (registers i with ((i >> 1) & 1) == h), as a tree
+// of depth 4 instead of a chain of 15 dependent instructions.
+template <class Op>
+__device__ __forceinline__ float half_tree(const float (&s)[32], int h, Op op) {
   float v[8];
 #pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = fmaxf(s[4 * k + 2 * h], s[4 * k + 2 * h + 1]);
+  for (int k = 0; k < 8; ++k) v[k] = op(s[4 * k + 2 * h], s[4 * k + 2 * h + 1]);
 #pragma unroll
   for (int w = 4; w >= 1; w >>= 1)
 #pragma unroll
-    for (int k = 0; k < w; ++k) v[k] = fmaxf(v[k], v[k + w]);
+    for (int k = 0; k < w; ++k) v[k] = op(v[k], v[k + w]);
   return v[0];
 }
-// The sum of a thread's 16 values of row half h, as a tree.
+// The largest score of row half h: fmaxf drops a NaN score, as the host's `s > tile_max`.
+__device__ __forceinline__ float half_max(const float (&s)[32], int h) {
+  return half_tree(s, h, [](float x, float y) { return fmaxf(x, y); });
+}
 __device__ __forceinline__ float half_sum(const float (&s)[32], int h) {
-  float v[8];
-#pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = s[4 * k + 2 * h] + s[4 * k + 2 * h + 1];
-#pragma unroll
-  for (int w = 4; w >= 1; w >>= 1)
-#pragma unroll
-    for (int k = 0; k < w; ++k) v[k] += v[k + w];
-  return v[0];
+  return half_tree(s, h, [](float x, float y) { return x + y; });
 }
 
 // One tile's online-softmax step on WG0's S accumulators, for the thread's rows (register i is

@@ -99,6 +99,30 @@ __device__ __forceinline__ void issue_wait(float (&acc)[N]) {
   wgmma_wait<0>();
   fence_regs(acc);
 }
+// One chain each, issued and waited for: S over k-steps [first, first + steps); WG0's P·V half
+// (P from registers); WG1's P·V half over `ksteps` of 16 tokens (P from shared memory).
+template <int kSteps, int kFirst>
+__device__ __forceinline__ void run_s(float (&s)[32], uint32_t q, uint32_t k) {
+  wgmma_fence();
+  s_steps<kSteps, kFirst>(s, q, k);
+  issue_wait(s);
+}
+__device__ __forceinline__ void run_pv_rs(float (&o)[128], const uint32_t (&pa)[4][4], uint32_t k) {
+  fence_regs(o);
+  wgmma_fence();
+  pv_chain_rs<false>(o, pa, k, 0);
+  issue_wait(o);
+}
+template <int kKSteps>
+__device__ __forceinline__ void run_pv_ss(float (&o)[128], uint32_t p, uint32_t k) {
+  fence_regs(o);
+  wgmma_fence();
+  const uint64_t dp = desc_kmajor(p), dv = desc_mnmajor(k + 4 * kKBlockBytes);
+#pragma unroll
+  for (int kk = 0; kk < kKSteps; ++kk)
+    wgmma_64x256_ss<false>(o, desc_add(dp, kk * 32), desc_add(dv, kk * 2048));
+  issue_wait(o);
+}
 #endif
 
 template <int M>
@@ -141,27 +165,15 @@ __global__ void __launch_bounds__(256, 1) rate_kernel(unsigned long long* clocks
     for (int r = 0; r < kReps; ++r) {
       addresses();
       if constexpr (M == kS || M == kS2) {
-        wgmma_fence();
-        s_steps<36, 0>(s, q, k);
-        issue_wait(s);
+        run_s<36, 0>(s, q, k);
       } else if constexpr (M == kSHalf) {
-        wgmma_fence();
-        s_steps<18, 0>(s, q, k);
-        issue_wait(s);
+        run_s<18, 0>(s, q, k);
       } else if constexpr (M == kPv0 || M == kPv2) {
-        fence_regs(o);
-        wgmma_fence();
-        pv_chain_rs<false>(o, pa, k, 0);
-        issue_wait(o);
+        run_pv_rs(o, pa, k);
       } else if constexpr (M == kTile) {
-        wgmma_fence();
-        s_steps<36, 0>(s, q, k);
-        issue_wait(s);
+        run_s<36, 0>(s, q, k);
         named_sync(1, 256);  // "P is ready"
-        fence_regs(o);
-        wgmma_fence();
-        pv_chain_rs<false>(o, pa, k, 0);
-        issue_wait(o);
+        run_pv_rs(o, pa, k);
         named_sync(2, 256);  // both halves done: the next tile
       } else if constexpr (kUsesS16) {
         wgmma_fence();
@@ -173,33 +185,17 @@ __global__ void __launch_bounds__(256, 1) rate_kernel(unsigned long long* clocks
     for (int r = 0; r < kReps; ++r) {
       addresses();
       if constexpr (M == kS2) {
-        wgmma_fence();
-        s_steps<36, 0>(s, q, k2);
-        issue_wait(s);
+        run_s<36, 0>(s, q, k2);
       } else if constexpr (M == kSHalf) {
-        wgmma_fence();
-        s_steps<18, 18>(s, q, k);
-        issue_wait(s);
+        run_s<18, 18>(s, q, k);
       } else if constexpr (M == kPv2) {
-        fence_regs(o);
-        wgmma_fence();
-        pv_chain_ss<false>(o, p, k, 1);
-        issue_wait(o);
+        run_pv_ss<4>(o, p, k);
       } else if constexpr (M == kTile) {
         named_sync(1, 256);
-        fence_regs(o);
-        wgmma_fence();
-        pv_chain_ss<false>(o, p, k, 1);
-        issue_wait(o);
+        run_pv_ss<4>(o, p, k);
         named_sync(2, 256);
       } else if constexpr (M == kS32Pv) {
-        fence_regs(o);
-        wgmma_fence();
-        const uint64_t dp = desc_kmajor(p), dv = desc_mnmajor(k + 4 * kKBlockBytes);
-#pragma unroll
-        for (int kk = 0; kk < 2; ++kk)
-          wgmma_64x256_ss<false>(o, desc_add(dp, kk * 32), desc_add(dv, kk * 2048));
-        issue_wait(o);
+        run_pv_ss<2>(o, p, k);
       }
     }
   }
