@@ -5,7 +5,9 @@
 # not running as root.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev)
+# python3-jsonschema: for scripts/validate-scenarios.py (the ctest tests schema/*).
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+          libgtest-dev python3-jsonschema)
 
 missing=()
 for p in "${packages[@]}"; do

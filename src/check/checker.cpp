@@ -38,19 +38,6 @@ double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
   return std::sqrt(num) / std::max({std::sqrt(den), floor, 1e-30});
 }
 
-// The op that produced a row's mixer output, as a failure line names it.
-const char* op_of(const ScheduledChunk& c, LayerKind kind) {
-  switch (kind) {
-    case LayerKind::linear: return "linear_attention";
-    case LayerKind::mla:
-      if (c.is_decode) return "mla_decode";
-      return c.start > 0 ? "mla_prefill_with_context" : "mla_prefill";
-    case LayerKind::attention: break;
-  }
-  if (c.is_decode) return "paged_decode";
-  return c.start > 0 ? "prefill_with_context" : "prefill";
-}
-
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
@@ -75,7 +62,8 @@ void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
   stats_.checked_requests = static_cast<int32_t>(std::count(checked_.begin(), checked_.end(), 1));
 }
 
-void Checker::fail(const Where& w, const char* check, double value, double tol, std::string detail) {
+void Checker::fail(const Where& w, CheckKind check, double value, double tol,
+                   std::string detail) {
   request_bad_.at(w.request) = 1;
   if (!stats_.first_bad_step) stats_.first_bad_step = w.step;
   if (first_failure_) return;
@@ -86,8 +74,8 @@ void Checker::fail(const Where& w, const char* check, double value, double tol, 
   f.position = w.position;
   f.layer = w.layer;
   f.head = w.head;
-  f.op = w.op;
-  f.check = check;
+  f.site = w.site;
+  f.check = check_kind_name(check);
   f.value = value;
   f.tolerance = tol;
   f.padded_batch = w.padded;
@@ -98,7 +86,7 @@ void Checker::fail(const Where& w, const char* check, double value, double tol, 
 void Checker::record_nonfinite(const Where& w, const char* what) {
   ++stats_.nonfinite_outputs;
   stats_.max_rel_error = NAN;  // a non-finite row has no error; the epoch's maximum says so
-  if (s_.checks.nonfinite) fail(w, "nonfinite", NAN, 0.0, what);
+  if (s_.checks.nonfinite) fail(w, CheckKind::nonfinite, NAN, 0.0, what);
 }
 
 void Checker::check_attention(const Where& w, const float* got, const double* want) {
@@ -117,7 +105,7 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
     const double err = rel_l2(g, want + h * D, D, floor);
     if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
     if (s_.checks.drift && !(err <= tol_))
-      fail(wh, "drift", err, tol_,
+      fail(wh, CheckKind::drift, err, tol_,
            fmt::format("relative L2 error {:.3g} > tolerance {:.3g} (|ref| = {:.3g}, floor {:.3g})",
                        err, tol_, l2(want + h * D, D), floor));
   }
@@ -143,7 +131,7 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSe
   const double margin = kTokenMarginFraction * std::sqrt(ms / static_cast<double>(logits.size()));
   const double gap = best - logits.at(token);
   if (!(gap <= margin)) {
-    fail(w, "token", gap, margin,
+    fail(w, CheckKind::token, gap, margin,
          fmt::format("sampled token {} is {:.3g} below the reference's best logit (margin {:.3g})",
                      token, gap, margin));
     return;
@@ -158,7 +146,7 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSe
   diverged_[r.id] = 1;
   const double gap1 = best - logits.at(t1);
   if (!(gap1 <= margin))
-    fail(w, "epoch_agreement", gap1, margin,
+    fail(w, CheckKind::epoch_agreement, gap1, margin,
          fmt::format("token {} differs from epoch 1's {} and is not a near-tie", token, t1));
 }
 
@@ -230,13 +218,15 @@ void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& 
     const int32_t layer = static_cast<int32_t>(l);
     for_each_row([&](size_t j, size_t row, int32_t pos) {
       const ScheduledChunk& c = plan.chunks[j];
-      check_attention({step, c.request_id, pos, layer, -1, op_of(c, s_.model.layers[l]), padded},
+      const CheckSite site = mixer_site(s_.model.layers[l], c.is_decode, c.start > 0);
+      check_attention({step, c.request_id, pos, layer, -1, site, padded},
                       out.attn_out[l].data() + row * q_dim,
                       refs[j] ? refs[j]->attn_out(pos, layer) : nullptr);
     });
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
     for_each_row([&](size_t j, size_t row, int32_t pos) {
-      check_quantised({step, plan.chunks[j].request_id, pos, layer, -1, "quant_fp8", padded},
+      check_quantised({step, plan.chunks[j].request_id, pos, layer, -1, CheckSite::fp8_output,
+                       padded},
                       out.quant_out[l].data() + row * q_dim);
     });
   }
@@ -244,7 +234,8 @@ void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& 
     const ScheduledChunk& c = plan.chunks[j];
     if (!c.samples) continue;
     const Request& r = *sched.find(c.request_id);
-    const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, "lm_head", padded};
+    const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, CheckSite::sampled_token,
+                  padded};
     check_token(w, out.sampled[plan.chunk_last_row(j)], r, refs[j]);
     if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(r.id);
   }

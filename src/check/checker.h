@@ -50,14 +50,14 @@ class Checker {
  private:
   struct Where {
     int32_t step, request, position, layer, head;
-    const char* op;
+    CheckSite site;
     bool padded;
   };
   // Brings the reference of every checked chunk up to the step's last position, requests in
   // parallel; per chunk, its reference, or nullptr for a request outside the sample.
   std::vector<RefSequence*> extend_references(const StepPlan& plan, const StepOutputs& out,
                                               const Scheduler& sched);
-  void fail(const Where& w, const char* check, double value, double tol, std::string detail);
+  void fail(const Where& w, CheckKind check, double value, double tol, std::string detail);
   void record_nonfinite(const Where& w, const char* what);
   // `want` and `ref` are null for a request outside the sample: then only non-finite values and
   // NaN logits are checked.

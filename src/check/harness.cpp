@@ -24,10 +24,10 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   result.scenario_path = s.source_path;
   result.device = device.name();
   result.seed = s.seed;
-  result.regressions = s.regressions;
+  result.regressions = s.regressions.names();
   result.expected = s.expect;
 
-  Engine engine(s, device, RegressionSet::from_names(s.regressions));
+  Engine engine(s, device);
   Checker checker(s, engine.weights());
   result.tolerance = checker.tolerance();
   result.reference_mode = s.checks.reference;

@@ -1,5 +1,6 @@
 // cmd_list.cpp — `kvcheck list`: the regressions a scenario can switch on, the ops a device
-// implements, and the devices this build can run on.
+// implements (device/device_ops.h), the check sites that name a failure and the ops behind each
+// (check/check_sites.h), and the devices this build can run on.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -11,38 +12,14 @@
 
 #include "cli/command.h"
 #include "cli/device_factory.h"
+#include "check/check_sites.h"
 #include "cli/exit_codes.h"
+#include "device/device_ops.h"
 #include "scenario/regressions.h"
 
 namespace kv::cli {
 
 namespace {
-
-struct OpInfo {
-  const char* name;
-  const char* does;
-};
-
-// The ops of the Device interface (device/device.h), by the names scenarios and reports use.
-const std::vector<OpInfo>& all_ops() {
-  static const std::vector<OpInfo> ops = {
-      {"write_kv", "store the step's K/V rows into their cache slots (padded rows skipped)"},
-      {"paged_decode", "split-KV decode over the paged cache, tile by tile, with a state merge; "
-                       "MLA decode is this op over the one-head latent cache (v_dim = rank)"},
-      {"gather_kv", "copy a sequence's cached context into a contiguous workspace by strides"},
-      {"varlen_attention", "causal attention over the new tokens of variable-length prefills"},
-      {"merge_states", "combine two attention partials by their log-sum-exp weights"},
-      {"linear_attention", "gated linear attention over per-request f32 state blocks of the pool"},
-      {"zero_blocks", "zero newly allocated cache blocks (the zero-on-allocation policy)"},
-      {"poison_blocks", "fill freed blocks with NaN/Inf/random bits, as stale memory holds"},
-      {"quant_fp8", "dynamic fp8 quantisation with a batch-wide amax"},
-      {"embed", "token ids to hidden states"},
-      {"rms_norm", "RMS normalisation of hidden states"},
-      {"linear", "dense projection (q/k/v, output, LM head; grouped: MLA's per-head up-projection)"},
-      {"argmax", "greedy next token from the logits"},
-  };
-  return ops;
-}
 
 struct DeviceStatus {
   std::string name;
@@ -62,20 +39,34 @@ std::vector<DeviceStatus> device_statuses() {
   return d;
 }
 
+const char* role_name(OpRole r) {
+  return r == OpRole::attention_cache ? "attention_cache" : "dense_model";
+}
+
 nlohmann::json list_json() {
   nlohmann::json regs = nlohmann::json::array(), ops = nlohmann::json::array(),
-                 devices = nlohmann::json::array();
+                 sites = nlohmann::json::array(), devices = nlohmann::json::array();
   for (const auto& r : all_regressions())
     regs.push_back({{"name", r.name}, {"models", r.models}, {"bug_class", r.bug_class}});
-  for (const auto& o : all_ops()) ops.push_back({{"name", o.name}, {"description", o.does}});
+  for (const auto& o : all_device_ops())
+    ops.push_back({{"name", o.name}, {"role", role_name(o.role)}, {"description", o.does}});
+  for (const auto& c : all_check_sites())
+    sites.push_back({{"name", c.name}, {"rows", c.rows}, {"ops", site_op_names(c.site)}});
   for (const auto& d : device_statuses())
     devices.push_back({{"name", d.name}, {"available", d.available}, {"note", d.note}});
-  return {{"schema", "kvcheck.list/1"}, {"regressions", regs}, {"ops", ops}, {"devices", devices}};
+  return {{"schema", "kvcheck.list/2"}, {"regressions", regs}, {"ops", ops},
+          {"check_sites", sites}, {"devices", devices}};
 }
 
 // Names padded to the longest one, so the descriptions line up.
 std::string pad(const std::string& name, size_t width) {
   return name + std::string(width > name.size() ? width - name.size() : 0, ' ');
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
 }
 
 void print_list(std::ostream& os) {
@@ -86,9 +77,20 @@ void print_list(std::ostream& os) {
     os << "      class: " << r.bug_class << '\n';
   }
   size_t width = 0;
-  for (const auto& o : all_ops()) width = std::max(width, std::string(o.name).size() + 2);
-  os << "\nops:\n";
-  for (const auto& o : all_ops()) os << "  " << pad(o.name, width) << o.does << '\n';
+  for (const auto& o : all_device_ops()) width = std::max(width, o.name.size() + 2);
+  for (const auto& c : all_check_sites()) width = std::max(width, c.name.size() + 2);
+  for (OpRole role : {OpRole::attention_cache, OpRole::dense_model}) {
+    os << (role == OpRole::attention_cache
+               ? "\nattention and cache ops (what a backend implements):\n"
+               : "\ndense model ops (always kvcheck's own):\n");
+    for (const auto& o : all_device_ops())
+      if (o.role == role) os << "  " << pad(std::string(o.name), width) << o.does << '\n';
+  }
+  os << "\ncheck sites (what a failure names, and the ops whose output it checks):\n";
+  for (const auto& c : all_check_sites()) {
+    os << "  " << pad(std::string(c.name), width) << c.rows << '\n';
+    os << "  " << pad("", width) << "ops: " << join(site_op_names(c.site)) << '\n';
+  }
   os << "\ndevices (--device):\n";
   for (const auto& d : device_statuses())
     os << "  " << pad(d.name, width) << (d.available ? "available" : "unavailable") << " — "
@@ -99,9 +101,9 @@ void print_list(std::ostream& os) {
 
 Command add_list_command(CLI::App& parent) {
   CLI::App* app =
-      parent.add_subcommand("list", "List the regressions, ops and devices of this build");
+      parent.add_subcommand("list", "List the regressions, ops, check sites and devices");
   auto json = std::make_shared<bool>(false);
-  app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.list/1)");
+  app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.list/2)");
   auto action = [json]() {
     if (*json)
       std::cout << list_json().dump(2) << '\n';

@@ -7,7 +7,9 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/name_option.h"
 #include "cli/run_scenarios.h"
+#include "scenario/field_table.h"
 
 namespace kv::cli {
 
@@ -18,9 +20,9 @@ Command add_run_command(CLI::App& parent) {
   // CLI11 binds to plain values; the optional overrides are filled in after the parse.
   auto seed = std::make_shared<uint64_t>(0);
   auto epochs = std::make_shared<int32_t>(0);
-  auto regressions = std::make_shared<std::vector<std::string>>();
-  auto expect = std::make_shared<std::string>();
-  auto reference = std::make_shared<std::string>();
+  auto regressions = std::make_shared<std::vector<Regression>>();
+  auto expect = std::make_shared<Expectation>();
+  auto reference = std::make_shared<ReferenceMode>();
   auto sampled_requests = std::make_shared<int32_t>(0);
 
   app->add_option("files", opts->files, "Scenario files (JSON)")->required();
@@ -41,12 +43,14 @@ Command add_run_command(CLI::App& parent) {
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
           ->check(uint64_only);
-  // The same range the scenario parser accepts for workload.epochs (src/scenario/fields.cpp).
+  // The range the scenario parser accepts for the field it replaces (field_table.h).
+  const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));
   CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
-                                ->check(CLI::Range(1, 1000));
+                                ->check(CLI::Range(epochs_range.min, epochs_range.max));
   CLI::Option* regression_opt = app->add_option(
       "--regression", *regressions,
       "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`")
+      ->transform(regression_name())
       // One name per flag, so `run --regression X file.json` does not read the file as a name.
       ->allow_extra_args(false);
   auto no_regressions = std::make_shared<bool>(false);
@@ -55,7 +59,7 @@ Command add_run_command(CLI::App& parent) {
   none_opt->excludes(regression_opt);
   CLI::Option* expect_opt =
       app->add_option("--expect", *expect, "Replace the scenario's expected verdict")
-          ->check(CLI::IsMember({"clean", "corrupt"}));
+          ->transform(name_of(kExpectationNames, "expectation"));
   app->add_flag("--zero-init-outputs", opts->overrides.zero_init_outputs,
                 "Zero the attention outputs before every step (the seed-001 mitigation); the run "
                 "reports what it costs per step");
@@ -63,13 +67,13 @@ Command add_run_command(CLI::App& parent) {
       app->add_option("--reference", *reference,
                       "Replace checks.reference: full = every request against the float64 "
                       "reference; sampled = a seeded sample per epoch, the rest only for NaN/Inf")
-          ->check(CLI::IsMember({"full", "sampled"}));
-  // The same range the scenario parser accepts for checks.sampled_requests.
+          ->transform(name_of(kReferenceModeNames, "reference mode"));
+  const IntegerBounds sampled_range = integer_bounds(scenario_field("/checks/sampled_requests"));
   CLI::Option* sampled_opt =
       app->add_option("--sampled-requests", *sampled_requests,
                       "Replace checks.sampled_requests (requests per epoch checked against the "
                       "reference); implies --reference sampled, refused with --reference full")
-          ->check(CLI::Range(1, kMaxRequestsPerEpoch));
+          ->check(CLI::Range(sampled_range.min, sampled_range.max));
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
@@ -80,12 +84,10 @@ Command add_run_command(CLI::App& parent) {
     RunOptions o = *opts;
     if (*seed_opt) o.overrides.seed = *seed;
     if (*epochs_opt) o.overrides.epochs = *epochs;
-    if (*regression_opt) o.overrides.regressions = *regressions;
-    if (*no_regressions) o.overrides.regressions = std::vector<std::string>{};
-    if (*expect_opt)
-      o.overrides.expect = *expect == "clean" ? Expectation::clean : Expectation::corrupt;
-    if (*reference_opt)
-      o.overrides.reference = *reference == "full" ? ReferenceMode::full : ReferenceMode::sampled;
+    if (*regression_opt) o.overrides.regressions = RegressionSet(*regressions);
+    if (*no_regressions) o.overrides.regressions = RegressionSet{};
+    if (*expect_opt) o.overrides.expect = *expect;
+    if (*reference_opt) o.overrides.reference = *reference;
     if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
     if (auto error = check_reference_overrides(o.overrides)) {
       spdlog::error("{}", *error);

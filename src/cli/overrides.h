@@ -20,7 +20,7 @@ namespace kv::cli {
 struct Overrides {
   std::optional<uint64_t> seed;                          // replaces scenario.seed
   std::optional<int32_t> epochs;                         // replaces workload.epochs
-  std::optional<std::vector<std::string>> regressions;  // replaces scenario.regressions
+  std::optional<RegressionSet> regressions;             // replaces scenario.regressions
   std::optional<Expectation> expect;                     // replaces scenario.expect
   bool zero_init_outputs = false;  // turns on engine.zero_init_outputs (the seed-001 mitigation)
   std::optional<ReferenceMode> reference;   // replaces checks.reference
@@ -30,11 +30,7 @@ struct Overrides {
 // The message for --sampled-requests beside --reference full; nullopt when they agree.
 std::optional<std::string> check_reference_overrides(const Overrides& o);
 
-// Checks names against the regression registry. Returns one message per unknown name, each with
-// the closest valid name; empty when all are known.
-std::vector<std::string> check_regression_names(const std::vector<std::string>& names);
-
-// Applies the overrides; duplicate regression names are dropped, first occurrence kept.
+// Applies the overrides.
 void apply_overrides(const Overrides& o, Scenario& s);
 
 }  // namespace kv::cli

@@ -59,15 +59,9 @@ HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs) {
 
 // Validation only: every file parsed and every override checked, nothing run.
 bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
-  bool ok = true;
-  if (opts.overrides.regressions)
-    for (const auto& msg : check_regression_names(*opts.overrides.regressions)) {
-      spdlog::error("{}", msg);
-      ok = false;
-    }
   LoadResult loaded = load_scenarios(opts.files);
   for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
-  if (!ok || !loaded.ok()) return false;
+  if (!loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
   return true;

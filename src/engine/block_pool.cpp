@@ -17,6 +17,7 @@ BlockPool::BlockPool(int32_t num_blocks, bool prefix_caching)
       sentinel_(num_blocks),
       has_hash_(num_blocks, 0),
       hash_(num_blocks, 0),
+      group_(num_blocks, BlockGroup::kv),
       in_newly_allocated_(num_blocks, 0),
       in_released_(num_blocks, 0) {
   if (num_blocks < 2) {
@@ -67,7 +68,7 @@ void BlockPool::note(std::vector<int32_t>& list, std::vector<uint8_t>& seen, int
 
 // ---- allocation ----
 
-std::vector<int32_t> BlockPool::allocate(int32_t n) {
+std::vector<int32_t> BlockPool::allocate(int32_t n, BlockGroup group) {
   if (n < 0 || !can_allocate(n)) {
     throw std::logic_error("BlockPool: cannot allocate " + std::to_string(n) + " blocks, " +
                            std::to_string(num_free_) + " free");
@@ -86,6 +87,7 @@ std::vector<int32_t> BlockPool::allocate(int32_t n) {
     }
     ref_[b] = 1;
     ++allocations_;
+    group_[b] = group;
     note(newly_allocated_, in_newly_allocated_, b);
     out.push_back(b);
   }
@@ -157,9 +159,15 @@ std::optional<uint64_t> BlockPool::block_hash(int32_t block) const {
 
 // ---- events ----
 
-std::vector<int32_t> BlockPool::take_newly_allocated() {
-  for (int32_t b : newly_allocated_) in_newly_allocated_[b] = 0;
-  return std::exchange(newly_allocated_, {});
+std::vector<int32_t> BlockPool::take_newly_allocated(BlockGroup group) {
+  std::vector<int32_t> taken;
+  std::erase_if(newly_allocated_, [&](int32_t b) {
+    if (group_[b] != group) return false;
+    in_newly_allocated_[b] = 0;
+    taken.push_back(b);
+    return true;
+  });
+  return taken;
 }
 
 std::vector<int32_t> BlockPool::take_released() {

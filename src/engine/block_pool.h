@@ -12,8 +12,8 @@
 // bytes become stale.
 //
 // The pool also records what the engine must do to the bytes after each scheduling step:
-// blocks newly handed out (zeroed per policy) and blocks whose content became stale (poisoned
-// when faults ask).
+// blocks newly handed out, per group (zeroed per policy through that group's views), and blocks
+// whose content became stale (poisoned when faults ask).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,11 @@
 #include <vector>
 
 namespace kv {
+
+// Who a block is handed to. Hybrid models take both from the one pool (as vLLM's KV-cache groups
+// share one): kv blocks back the attention-like layers' block tables, state blocks hold a
+// linear layer's recurrent state (one per request). The same bytes mean different things to each.
+enum class BlockGroup { kv, state };
 
 class BlockPool {
  public:
@@ -34,7 +39,8 @@ class BlockPool {
   int32_t num_blocks() const { return static_cast<int32_t>(ref_.size()); }
   int32_t num_free_blocks() const { return num_free_; }
   bool can_allocate(int32_t n) const { return n <= num_free_; }
-  std::vector<int32_t> allocate(int32_t n);  // throws std::logic_error when !can_allocate(n)
+  // Throws std::logic_error when !can_allocate(n).
+  std::vector<int32_t> allocate(int32_t n, BlockGroup group = BlockGroup::kv);
   // Drops one reference per block; pass a request's blocks tail first so its tail is evicted
   // before its head.
   void free_blocks(const std::vector<int32_t>& blocks);
@@ -50,7 +56,9 @@ class BlockPool {
   void cache_block(int32_t block, uint64_t hash);
 
   // ---- events since the last take (each list holds a block at most once) ----
-  std::vector<int32_t> take_newly_allocated();
+  // Blocks newly handed out that `group` holds now (a block freed and handed to the other group
+  // before the take counts for the one that holds it last).
+  std::vector<int32_t> take_newly_allocated(BlockGroup group = BlockGroup::kv);
   std::vector<int32_t> take_released();  // freed without a hash, or evicted by allocate()
 
   // ---- inspection ----
@@ -82,6 +90,7 @@ class BlockPool {
   std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
 
   std::vector<int32_t> newly_allocated_, released_;
+  std::vector<BlockGroup> group_;  // per block: the group that took it last
   std::vector<uint8_t> in_newly_allocated_, in_released_;
 
   int64_t prefix_hits_ = 0, evictions_ = 0, allocations_ = 0;

@@ -31,13 +31,12 @@ PlanLimits Engine::plan_limits(const Scenario& s) {
   return l;
 }
 
-Engine::Engine(const Scenario& s, Device& dev, const RegressionSet& reg)
+Engine::Engine(const Scenario& s, Device& dev)
     : s_(s),
-      reg_(reg),
       weights_(make_model_weights(s.model)),
       limits_(plan_limits(s)),
       pool_(s.cache.num_blocks, s.engine.prefix_caching),
-      runner_(s, weights_, dev, reg, limits_),
+      runner_(s, weights_, dev, limits_),
       fill_seed_(s.seed * 0x9e3779b97f4a7c15ull + 17) {
   spdlog::debug("engine: {} layers, {} blocks of {}, {} graphs captured", s.model.layers.size(),
                 s.cache.num_blocks, s.cache.block_size, runner_.graphs_captured());
@@ -45,12 +44,13 @@ Engine::Engine(const Scenario& s, Device& dev, const RegressionSet& reg)
 
 std::vector<LayerKind> Engine::zeroed_kinds() const {
   std::vector<LayerKind> kinds = s_.engine.zero_new_blocks;
-  if (reg_.new_blocks_not_zeroed)  // the seed-000 bug: the policy forgets the whole-tile kernels
+  // The seed-000 bug: the policy forgets the whole-tile kernels.
+  if (s_.regressions.has(Regression::new_blocks_not_zeroed))
     std::erase_if(kinds, multiplies_whole_tile);
   return kinds;
 }
 
-void Engine::apply_block_events(const Scheduler& sched) {
+void Engine::apply_block_events() {
   // Released first, then newly allocated: an evicted block is poisoned, then zeroed on reuse.
   const std::vector<int32_t> released = pool_.take_released();
   if (s_.faults.freed_blocks != PoisonPattern::none)
@@ -58,18 +58,11 @@ void Engine::apply_block_events(const Scheduler& sched) {
   // A new block is zeroed through the views of the group that took it (vLLM keeps new_block_ids
   // per KV-cache group): KV blocks in the attention-like layers the policy lists, state blocks in
   // the linear layers if it lists "linear".
-  std::vector<int32_t> fresh_kv, fresh_state;
-  const auto& running = sched.running();
-  const bool hybrid = has_layer(s_.model, LayerKind::linear);
-  auto is_state = [&](int32_t b) {  // a few new blocks against at most max_running requests
-    return hybrid && std::any_of(running.begin(), running.end(),
-                       [b](const Request* r) { return r->state_block == b; });
-  };
-  for (int32_t b : pool_.take_newly_allocated()) (is_state(b) ? fresh_state : fresh_kv).push_back(b);
   const std::vector<LayerKind> kinds = zeroed_kinds();
-  runner_.fill_blocks(fresh_kv, FillPattern::zero,
+  runner_.fill_blocks(pool_.take_newly_allocated(BlockGroup::kv), FillPattern::zero,
                       intersect(kinds, {LayerKind::attention, LayerKind::mla}), 0);
-  runner_.fill_blocks(fresh_state, FillPattern::zero, intersect(kinds, {LayerKind::linear}), 0);
+  runner_.fill_blocks(pool_.take_newly_allocated(BlockGroup::state), FillPattern::zero,
+                      intersect(kinds, {LayerKind::linear}), 0);
 }
 
 EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
@@ -81,7 +74,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
   int32_t step = 0;
   while (sched.has_unfinished()) {
     SchedulerOutput out = sched.schedule(step);
-    apply_block_events(sched);
+    apply_block_events();
     c.preemptions += static_cast<int32_t>(out.preempted.size());
     c.prefix_hit_blocks += out.prefix_hit_blocks;
     if (out.chunks.empty()) {  // nothing has arrived yet (or everything waits on preemption)

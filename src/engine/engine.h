@@ -38,7 +38,8 @@ struct EpochCounters {
 
 class Engine {
  public:
-  Engine(const Scenario& s, Device& dev, const RegressionSet& reg);
+  // The scenario's regressions are the ones the engine and its ops model.
+  Engine(const Scenario& s, Device& dev);
 
   // Runs `requests` to completion. A corrupted step changes the tokens after it, as in a model.
   EpochCounters run_epoch(std::vector<Request>& requests, const StepObserver& on_step);
@@ -47,10 +48,9 @@ class Engine {
  private:
   static PlanLimits plan_limits(const Scenario& s);
   std::vector<LayerKind> zeroed_kinds() const;
-  void apply_block_events(const Scheduler& sched);
+  void apply_block_events();
 
   const Scenario& s_;
-  RegressionSet reg_;
   ModelWeights weights_;
   PlanLimits limits_;
   BlockPool pool_;

@@ -37,8 +37,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 ModelRunner::ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev,
-                         const RegressionSet& reg, const PlanLimits& limits)
-    : s_(s), dev_(dev), reg_(reg), limits_(limits) {
+                         const PlanLimits& limits)
+    : s_(s), dev_(dev), limits_(limits) {
   const ModelSpec& m = s.model;
   const int32_t H = m.num_q_heads, D = m.head_dim;
   q_dim_ = H * D;
@@ -101,12 +101,12 @@ void ModelRunner::allocate_buffers() {
   const CacheSpec& c = s_.cache;
   const size_t R = static_cast<size_t>(max_rows_);
   const size_t H = static_cast<size_t>(m.num_q_heads);
-  const size_t stride = static_cast<size_t>(limits_.block_table_stride);
   const size_t splits = static_cast<size_t>(limits_.max_decode_splits);
 
   cache_plan_ = plan_cache_layout(m, c);
   // Refuse before allocating: the KV cache dominates what a scenario needs on the device.
-  if (const auto free = dev_.free_bytes(); free && cache_plan_.total_bytes() > static_cast<int64_t>(*free))
+  if (const auto free = dev_.free_bytes();
+      free && cache_plan_.total_bytes() > static_cast<int64_t>(*free))
     throw DeviceError(fmt::format(
         "the scenario's KV cache needs {:.2f} GiB ({} blocks of {} tokens, {} layers) but the {} "
         "device has {:.2f} GiB free: lower cache.num_blocks",
@@ -128,20 +128,7 @@ void ModelRunner::allocate_buffers() {
     }
     L.attn_out = buffer_of<float>(dev_, R * q_dim_);
   }
-  tokens_ = buffer_of<int32_t>(dev_, R);
-  positions_ = buffer_of<int32_t>(dev_, R);
-  slots_ = buffer_of<int64_t>(dev_, R);
-  num_real_rows_ = buffer_of<int32_t>(dev_, 1);
-  decode_table_ = buffer_of<int32_t>(dev_, R * stride);
-  decode_seq_lens_ = buffer_of<int32_t>(dev_, R);
-  decode_meta_ = buffer_of<int32_t>(dev_, kDecodeMetaHeader + R);
-  prefill_q_starts_ = buffer_of<int32_t>(dev_, R + 1);
-  context_table_ = buffer_of<int32_t>(dev_, R * stride);
-  context_lens_ = buffer_of<int32_t>(dev_, R);
-  context_starts_ = buffer_of<int32_t>(dev_, R + 1);
-  linear_starts_ = buffer_of<int32_t>(dev_, R + 1);
-  linear_blocks_ = buffer_of<int32_t>(dev_, R);
-  linear_has_state_ = buffer_of<int32_t>(dev_, R);
+  inputs_ = GraphInputs(dev_, max_rows_, limits_.block_table_stride);
   h_ = buffer_of<float>(dev_, R * hidden_);
   x_ = buffer_of<float>(dev_, R * hidden_);
   q_ = buffer_of<float>(dev_, R * q_width_max_);
@@ -162,14 +149,8 @@ void ModelRunner::allocate_buffers() {
 void ModelRunner::capture_graphs() {
   for (int32_t size : limits_.capture_sizes) {
     const StepPlan p = build_capture_plan(size, limits_);
-    const int32_t* meta = decode_meta_.as<int32_t>();
-    if (reg_.graph_metadata_not_persistent && limits_.fp8_decode) {
-      // The seed-003 bug: the fp8 metadata builder hands the kernel a fresh buffer each step, and
-      // the graph keeps the address of the one it was captured with.
-      graph_metadata_.push_back(upload_new(dev_, p.decode_meta));
-      meta = graph_metadata_.back().as<int32_t>();
-    }
-    upload_inputs(p, meta);
+    const int32_t* meta = decode_metadata(p, graph_metadata_);  // the graph keeps this address
+    inputs_.upload(p);
     dev_.begin_capture();
     launch(p, meta);
     graphs_[size] = dev_.end_capture();
@@ -183,21 +164,16 @@ void ModelRunner::ensure_context_capacity(int32_t tokens) {
   ctx_v_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_width_max_);
 }
 
-void ModelRunner::upload_inputs(const StepPlan& p, const int32_t* meta_dev) {
-  tokens_.upload(p.tokens);
-  positions_.upload(p.positions);
-  slots_.upload(p.slot_mapping);
-  num_real_rows_.upload(std::vector<int32_t>{p.num_rows});
-  decode_table_.upload(p.decode_block_table);
-  decode_seq_lens_.upload(p.decode_seq_lens);
-  if (meta_dev == decode_meta_.as<int32_t>()) decode_meta_.upload(p.decode_meta);
-  prefill_q_starts_.upload(p.prefill_q_starts);
-  context_table_.upload(p.context_block_table);
-  context_lens_.upload(p.context_lens);
-  context_starts_.upload(p.context_starts);
-  linear_starts_.upload(p.linear_seq_starts);
-  linear_blocks_.upload(p.linear_state_blocks);
-  linear_has_state_.upload(p.linear_has_state);
+// The fix (and every bf16 cache): the decode reads the persistent buffer upload() fills, so a
+// replay sees the step's plan. The seed-003 bug (graph-metadata-not-persistent on an fp8 cache):
+// the fp8 path's own builder uploads the plan into a fresh buffer each step; an eager step reads
+// it, but a graph captured over an earlier one keeps reading that one. `keep` owns the fresh
+// buffer for as long as its reader runs: the step, or the graph.
+const int32_t* ModelRunner::decode_metadata(const StepPlan& p, std::vector<DeviceBuffer>& keep) {
+  if (!(s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode))
+    return inputs_.decode_meta.as<int32_t>();
+  keep.push_back(upload_new(dev_, p.decode_meta));
+  return keep.back().as<int32_t>();
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {
@@ -205,8 +181,9 @@ float* ModelRunner::mixer_out(LayerBuffers& L) {
 }
 
 size_t ModelRunner::mixer_width(const LayerBuffers& L) const {
-  return L.kind == LayerKind::mla ? static_cast<size_t>(s_.model.num_q_heads) * s_.model.kv_lora_rank
-                                  : static_cast<size_t>(q_dim_);
+  return L.kind == LayerKind::mla
+             ? static_cast<size_t>(s_.model.num_q_heads) * s_.model.kv_lora_rank
+             : static_cast<size_t>(q_dim_);
 }
 
 void ModelRunner::poison_outputs(const StepPlan& p) {
@@ -243,13 +220,9 @@ void ModelRunner::zero_init_outputs(int32_t rows) {
 }
 
 void ModelRunner::forward(const StepPlan& p) {
-  DeviceBuffer fresh_meta;
-  const int32_t* meta = decode_meta_.as<int32_t>();
-  if (reg_.graph_metadata_not_persistent && limits_.fp8_decode) {
-    fresh_meta = upload_new(dev_, p.decode_meta);  // a replay never sees this buffer
-    meta = fresh_meta.as<int32_t>();
-  }
-  upload_inputs(p, meta);
+  std::vector<DeviceBuffer> step_metadata;
+  const int32_t* meta = decode_metadata(p, step_metadata);
+  inputs_.upload(p);
   ensure_context_capacity(p.total_context_tokens());
   poison_outputs(p);
   if (s_.engine.zero_init_outputs) {
@@ -272,38 +245,46 @@ void ModelRunner::forward(const StepPlan& p) {
 
 void ModelRunner::launch(const StepPlan& p, const int32_t* meta_dev) {
   const int32_t rows = p.padded_rows;
-  dev_.embed({tokens_.as<int32_t>(), positions_.as<int32_t>(), embed_.as<float>(), h_.as<float>(),
-              rows, hidden_, s_.model.vocab_size});
+  dev_.embed({.tokens = inputs_.tokens.as<int32_t>(), .positions = inputs_.positions.as<int32_t>(),
+              .table = embed_.as<float>(), .out = h_.as<float>(), .num_rows = rows,
+              .hidden = hidden_, .vocab = s_.model.vocab_size});
   if (s_.engine.zero_init_outputs) zero_init_outputs(rows);
   for (auto& L : layers_) {
-    dev_.rms_norm({h_.as<float>(), x_.as<float>(), rows, hidden_, kRmsNormEps});
+    dev_.rms_norm({.x = h_.as<float>(), .out = x_.as<float>(), .num_rows = rows, .cols = hidden_,
+                   .eps = kRmsNormEps});
     switch (L.kind) {
       case LayerKind::attention: launch_attention(p, L, meta_dev); break;
       case LayerKind::mla: launch_mla(p, L, meta_dev); break;
       case LayerKind::linear: launch_linear(p, L); break;
     }
   }
-  dev_.rms_norm({h_.as<float>(), x_.as<float>(), rows, hidden_, kRmsNormEps});
-  dev_.linear({x_.as<float>(), hidden_, lm_head_.as<float>(), nullptr, logits_.as<float>(),
-               s_.model.vocab_size, rows, hidden_, s_.model.vocab_size, false});
-  dev_.argmax({logits_.as<float>(), sampled_.as<int32_t>(), rows, s_.model.vocab_size});
+  dev_.rms_norm({.x = h_.as<float>(), .out = x_.as<float>(), .num_rows = rows, .cols = hidden_,
+                 .eps = kRmsNormEps});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = lm_head_.as<float>(),
+               .out = logits_.as<float>(), .out_row_stride = s_.model.vocab_size, .num_rows = rows,
+               .in_dim = hidden_, .out_dim = s_.model.vocab_size});
+  dev_.argmax({.logits = logits_.as<float>(), .tokens = sampled_.as<int32_t>(), .num_rows = rows,
+               .vocab = s_.model.vocab_size});
 }
 
 void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev) {
   const ModelSpec& m = s_.model;
   const int32_t rows = p.padded_rows, kv_dim = m.num_kv_heads * m.head_dim;
-  dev_.linear({x_.as<float>(), hidden_, L.wq.as<float>(), nullptr, q_.as<float>(), q_dim_, rows,
-               hidden_, q_dim_, false});
-  dev_.linear({x_.as<float>(), hidden_, L.wk.as<float>(), nullptr, k_.as<float>(), kv_dim, rows,
-               hidden_, kv_dim, false});
-  dev_.linear({x_.as<float>(), hidden_, L.wv.as<float>(), L.bias.as<float>(), v_.as<float>(),
-               kv_dim, rows, hidden_, kv_dim, false});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wq.as<float>(),
+               .out = q_.as<float>(), .out_row_stride = q_dim_, .num_rows = rows, .in_dim = hidden_,
+               .out_dim = q_dim_});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wk.as<float>(),
+               .out = k_.as<float>(), .out_row_stride = kv_dim, .num_rows = rows, .in_dim = hidden_,
+               .out_dim = kv_dim});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wv.as<float>(),
+               .bias = L.bias.as<float>(), .out = v_.as<float>(), .out_row_stride = kv_dim,
+               .num_rows = rows, .in_dim = hidden_, .out_dim = kv_dim});
   WriteKvArgs w;
   w.cache = L.kv;
   w.k = k_.as<float>();
   w.v = v_.as<float>();
   w.k_row_stride = w.v_row_stride = kv_dim;
-  w.slot_mapping = slots_.as<int64_t>();
+  w.slot_mapping = inputs_.slots.as<int64_t>();
   w.num_tokens = rows;
   dev_.write_kv(w);
   const MixerShape shape{q_dim_, kv_dim, m.num_kv_heads, m.head_dim, m.head_dim, softmax_scale_};
@@ -316,25 +297,26 @@ void ModelRunner::launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* 
   const int32_t rows = p.padded_rows, H = m.num_q_heads, R = m.kv_lora_rank;
   const int32_t qw = H * latent_dim_;
   // Absorbed query: per head [Wuk_h^T q_nope | q_rope], so attention runs over the latent rows.
-  dev_.linear({x_.as<float>(), hidden_, L.wq.as<float>(), nullptr, q_.as<float>(), qw, rows,
-               hidden_, qw, false});
-  dev_.linear({x_.as<float>(), hidden_, L.wk.as<float>(), L.bias.as<float>(), k_.as<float>(),
-               latent_dim_, rows, hidden_, latent_dim_, false});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wq.as<float>(),
+               .out = q_.as<float>(), .out_row_stride = qw, .num_rows = rows, .in_dim = hidden_,
+               .out_dim = qw});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wk.as<float>(),
+               .bias = L.bias.as<float>(), .out = k_.as<float>(), .out_row_stride = latent_dim_,
+               .num_rows = rows, .in_dim = hidden_, .out_dim = latent_dim_});
   WriteKvArgs w;
   w.cache = L.kv;
   w.k = k_.as<float>();  // the latent is K; V is its first kv_lora_rank features
   w.k_row_stride = latent_dim_;
-  w.slot_mapping = slots_.as<int64_t>();
+  w.slot_mapping = inputs_.slots.as<int64_t>();
   w.num_tokens = rows;
   dev_.write_kv(w);
   const MixerShape shape{qw, latent_dim_, 1, latent_dim_, R, mla_softmax_scale_};
-  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), k_.as<float>(), latent_out_.as<float>());
+  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), k_.as<float>(),
+                  latent_out_.as<float>());
   // o_h = Wuv_h · latent output of head h: one grouped linear over the heads.
-  LinearArgs up{latent_out_.as<float>(), int64_t{H} * R, L.wuv.as<float>(), nullptr,
-                L.attn_out.as<float>(), q_dim_, rows, R, m.head_dim, false};
-  up.groups = H;
-  up.x_group_stride = R;
-  dev_.linear(up);
+  dev_.linear({.x = latent_out_.as<float>(), .x_row_stride = int64_t{H} * R, .w = L.wuv.as<float>(),
+               .out = L.attn_out.as<float>(), .out_row_stride = q_dim_, .num_rows = rows,
+               .in_dim = R, .out_dim = m.head_dim, .groups = H, .x_group_stride = R});
   launch_quant_and_oproj(rows, L);
 }
 
@@ -342,10 +324,12 @@ void ModelRunner::launch_linear(const StepPlan& p, LayerBuffers& L) {
   const ModelSpec& m = s_.model;
   const int32_t rows = p.padded_rows, H = m.num_q_heads;
   for (auto [w, out] : {std::pair{&L.wq, &q_}, std::pair{&L.wk, &k_}, std::pair{&L.wv, &v_}})
-    dev_.linear({x_.as<float>(), hidden_, w->as<float>(), nullptr, out->as<float>(), q_dim_, rows,
-                 hidden_, q_dim_, false});
-  dev_.linear({x_.as<float>(), hidden_, L.wg.as<float>(), L.bias.as<float>(), gate_.as<float>(), H,
-               rows, hidden_, H, false});
+    dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = w->as<float>(),
+                 .out = out->as<float>(), .out_row_stride = q_dim_, .num_rows = rows,
+                 .in_dim = hidden_, .out_dim = q_dim_});
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wg.as<float>(),
+               .bias = L.bias.as<float>(), .out = gate_.as<float>(), .out_row_stride = H,
+               .num_rows = rows, .in_dim = hidden_, .out_dim = H});
   LinearAttnArgs a;
   a.state = L.state;
   a.state_block_stride = L.state_stride;
@@ -357,17 +341,18 @@ void ModelRunner::launch_linear(const StepPlan& p, LayerBuffers& L) {
   a.gate_row_stride = H;
   a.out = L.attn_out.as<float>();
   a.out_row_stride = q_dim_;
-  a.seq_starts = linear_starts_.as<int32_t>();
-  a.state_blocks = linear_blocks_.as<int32_t>();
-  a.has_initial_state = linear_has_state_.as<int32_t>();
+  a.seq_starts = inputs_.linear_starts.as<int32_t>();
+  a.state_blocks = inputs_.linear_blocks.as<int32_t>();
+  a.has_initial_state = inputs_.linear_has_state.as<int32_t>();
   a.num_seqs = p.linear_seqs();
   a.num_heads = H;
   a.head_dim = m.head_dim;
   a.scale = softmax_scale_;
   dev_.linear_attention(a);
   // No batch-wide op after a linear layer: its output goes straight into o_proj.
-  dev_.linear({L.attn_out.as<float>(), q_dim_, L.wo.as<float>(), nullptr, h_.as<float>(), hidden_,
-               rows, q_dim_, hidden_, true});
+  dev_.linear({.x = L.attn_out.as<float>(), .x_row_stride = q_dim_, .w = L.wo.as<float>(),
+               .out = h_.as<float>(), .out_row_stride = hidden_, .num_rows = rows, .in_dim = q_dim_,
+               .out_dim = hidden_, .accumulate = true});
 }
 
 void ModelRunner::launch_quant_and_oproj(int32_t rows, LayerBuffers& L) {
@@ -377,14 +362,15 @@ void ModelRunner::launch_quant_and_oproj(int32_t rows, LayerBuffers& L) {
   qa.row_stride = q_dim_;
   qa.cols = q_dim_;
   qa.num_rows = rows;
-  if (reg_.padded_rows_in_reduction) {
+  if (s_.regressions.has(Regression::padded_rows_in_reduction)) {
     qa.amax_rows_fixed = rows;  // the bug: every row of the (padded) batch
   } else {
-    qa.amax_rows = num_real_rows_.as<int32_t>();  // the fix: the real rows only
+    qa.amax_rows = inputs_.num_real_rows.as<int32_t>();  // the fix: the real rows only
   }
   dev_.quant_fp8(qa);
-  dev_.linear({L.quant.as<float>(), q_dim_, L.wo.as<float>(), nullptr, h_.as<float>(), hidden_,
-               rows, q_dim_, hidden_, true});
+  dev_.linear({.x = L.quant.as<float>(), .x_row_stride = q_dim_, .w = L.wo.as<float>(),
+               .out = h_.as<float>(), .out_row_stride = hidden_, .num_rows = rows, .in_dim = q_dim_,
+               .out_dim = hidden_, .accumulate = true});
 }
 
 void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const MixerShape& m,
@@ -400,9 +386,9 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     a.q_row_stride = m.q_width;
     a.out = out;
     a.out_row_stride = out_stride;
-    a.block_table = decode_table_.as<int32_t>();
+    a.block_table = inputs_.decode_table.as<int32_t>();
     a.block_table_stride = limits_.block_table_stride;
-    a.seq_lens = decode_seq_lens_.as<int32_t>();
+    a.seq_lens = inputs_.decode_seq_lens.as<int32_t>();
     a.split_meta = meta_dev;
     a.partial_out = partial_out_.as<float>();
     a.partial_lse = partial_lse_.as<float>();
@@ -423,7 +409,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     a.k = k;
     a.v = v;
     a.kv_row_stride = m.kv_width;
-    a.q_starts = prefill_q_starts_.as<int32_t>();  // rows relative to the first prefill row
+    a.q_starts = inputs_.prefill_q_starts.as<int32_t>();  // rows relative to the first prefill row
     a.out_row_stride = out_stride;
     a.num_q_heads = H;
     a.num_kv_heads = m.num_kv_heads;
@@ -436,19 +422,19 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   if (p.num_context_seqs > 0) {
     GatherKvArgs g;
     g.cache = kv;
-    g.block_table = context_table_.as<int32_t>();
+    g.block_table = inputs_.context_table.as<int32_t>();
     g.block_table_stride = limits_.block_table_stride;
-    g.ctx_lens = context_lens_.as<int32_t>();
-    g.ctx_starts = context_starts_.as<int32_t>();
+    g.ctx_lens = inputs_.context_lens.as<int32_t>();
+    g.ctx_starts = inputs_.context_starts.as<int32_t>();
     g.k_out = ctx_k_.as<float>();
     g.v_out = k_only ? nullptr : ctx_v_.as<float>();
     g.num_seqs = p.num_context_seqs;
-    g.assume_contiguous = reg_.gather_assumes_contiguous;
+    g.assume_contiguous = s_.regressions.has(Regression::gather_assumes_contiguous);
     dev_.gather_kv(g);
 
     VarlenAttnArgs c = varlen(ctx_k_.as<float>(), k_only ? ctx_k_.as<float>() : ctx_v_.as<float>(),
                               false);
-    c.k_starts = context_starts_.as<int32_t>();
+    c.k_starts = inputs_.context_starts.as<int32_t>();
     c.out = ctx_out_.as<float>();
     c.lse = ctx_lse_.as<float>();
     c.num_seqs = p.num_context_seqs;
@@ -456,7 +442,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   }
   const size_t kv_off = static_cast<size_t>(p.num_decode) * m.kv_width;
   VarlenAttnArgs n = varlen(k_new + kv_off, v_new + kv_off, true);
-  n.k_starts = prefill_q_starts_.as<int32_t>();
+  n.k_starts = inputs_.prefill_q_starts.as<int32_t>();
   n.out = new_out_.as<float>();
   n.lse = new_lse_.as<float>();
   n.num_seqs = p.num_prefill_seqs;
@@ -475,7 +461,9 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   mg.row_stride = out_stride;
   mg.num_rows = np;
   // The fix of seed 002: merge only the tokens that have context; the bug merges all of them.
-  mg.num_merge = reg_.merge_ignores_context_count ? np : p.prefill_tokens_with_context;
+  mg.num_merge = s_.regressions.has(Regression::merge_ignores_context_count)
+                     ? np
+                     : p.prefill_tokens_with_context;
   mg.num_heads = H;
   mg.head_dim = m.v_dim;
   dev_.merge_states(mg);

@@ -22,9 +22,9 @@
 #include "device/device.h"
 #include "device/device_buffer.h"
 #include "engine/cache_layout.h"
+#include "engine/graph_inputs.h"
 #include "engine/model_weights.h"
 #include "engine/step_plan.h"
-#include "scenario/regressions.h"
 #include "scenario/scenario.h"
 
 namespace kv {
@@ -50,8 +50,8 @@ FillPattern to_fill(PoisonPattern p);
 
 class ModelRunner {
  public:
-  ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev, const RegressionSet& reg,
-              const PlanLimits& limits);
+  // The scenario's regressions are the ones the runner's ops model.
+  ModelRunner(const Scenario& s, const ModelWeights& w, Device& dev, const PlanLimits& limits);
 
   void forward(const StepPlan& p);
   StepOutputs read_outputs(const StepPlan& p) const;
@@ -77,7 +77,8 @@ class ModelRunner {
   void upload_weights(const ModelWeights& w);
   void allocate_buffers();
   void capture_graphs();
-  void upload_inputs(const StepPlan& p, const int32_t* meta_dev);
+  // Where this step's decode reads its split-KV plan (the seed-003 switch, in one place).
+  const int32_t* decode_metadata(const StepPlan& p, std::vector<DeviceBuffer>& keep);
   void poison_outputs(const StepPlan& p);
   void zero_init_outputs(int32_t rows);
   void ensure_context_capacity(int32_t tokens);
@@ -101,7 +102,6 @@ class ModelRunner {
 
   const Scenario& s_;
   Device& dev_;
-  RegressionSet reg_;
   PlanLimits limits_;
   int32_t max_rows_, q_dim_, hidden_;
   int32_t latent_dim_;     // mla: kv_lora_rank + qk_rope_dim
@@ -112,11 +112,7 @@ class ModelRunner {
   CacheLayoutPlan cache_plan_;
   std::vector<DeviceBuffer> caches_;
   std::vector<LayerBuffers> layers_;
-  // Persistent inputs (graphs hold their addresses).
-  DeviceBuffer tokens_, positions_, slots_, num_real_rows_;
-  DeviceBuffer decode_table_, decode_seq_lens_, decode_meta_;
-  DeviceBuffer prefill_q_starts_, context_table_, context_lens_, context_starts_;
-  DeviceBuffer linear_starts_, linear_blocks_, linear_has_state_;
+  GraphInputs inputs_;  // persistent: graphs hold their addresses
   // Activations and workspaces.
   DeviceBuffer h_, x_, q_, k_, v_, gate_, latent_out_;
   DeviceBuffer ctx_out_, ctx_lse_, new_out_, new_lse_, partial_out_, partial_lse_;
@@ -124,7 +120,7 @@ class ModelRunner {
   int32_t ctx_capacity_ = 0;
   DeviceBuffer logits_, sampled_;
   std::map<int32_t, GraphId> graphs_;  // capture size -> graph
-  std::vector<DeviceBuffer> graph_metadata_;  // fresh-per-step metadata held by graphs (regression)
+  std::vector<DeviceBuffer> graph_metadata_;  // seed-003 bug: fresh metadata the graphs captured
   RunnerTiming timing_;
 };
 

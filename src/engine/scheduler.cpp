@@ -133,11 +133,9 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
     if (pool_.num_free_blocks() - unused_hits < need) break;  // FCFS: nobody overtakes it
 
     pool_.touch(hits);
-    auto fresh = pool_.allocate(need);
-    if (state_blocks_ > 0) {  // KV blocks first, then the state block, from one queue
-      r->state_block = fresh.back();
-      fresh.pop_back();
-    }
+    // KV blocks first, then the state block, from one queue.
+    const std::vector<int32_t> fresh = pool_.allocate(need - state_blocks_, BlockGroup::kv);
+    if (state_blocks_ > 0) r->state_block = pool_.allocate(1, BlockGroup::state).front();
     r->block_ids = std::move(hits);
     r->block_ids.insert(r->block_ids.end(), fresh.begin(), fresh.end());
     r->num_computed_tokens = start;

@@ -82,10 +82,11 @@ std::string verdict_line(const RunResult& r, const ConsoleStyle& style) {
 
 std::string failure_line(const Failure& f) {
   std::string line = fmt::format(
-      "first failure: epoch {}, step {}, request {}, position {}, layer {}, head {}, op {}, "
-      "check {}: value {}",
+      "first failure: epoch {}, step {}, request {}, position {}, layer {}, head {}, site {} "
+      "(ops {}), check {}: value {}",
       f.epoch, f.step, f.request, f.position, or_dash(f.layer), or_dash(f.head),
-      f.op.empty() ? "-" : f.op, f.check.empty() ? "-" : f.check, format_error_value(f.value));
+      site_name(f.site), join(site_op_names(f.site), ", "), f.check.empty() ? "-" : f.check,
+      format_error_value(f.value));
   // A non-finite check has no tolerance (0); "(tolerance 0)" would only puzzle the reader.
   if (f.tolerance != 0.0) line += " (tolerance " + format_error_value(f.tolerance) + ")";
   if (f.padded_batch) line += " [padded graph replay]";

@@ -1,4 +1,4 @@
-// result_json.cpp — RunResult to the "kvcheck.result/1" JSON document.
+// result_json.cpp — RunResult to the "kvcheck.result/2" JSON document (report/version.h).
 #include "report/result_json.h"
 
 #include "report/format.h"
@@ -16,7 +16,8 @@ json to_json(const Failure& f) {
       {"position", f.position},
       {"layer", f.layer},
       {"head", f.head},
-      {"op", f.op},
+      {"site", site_name(f.site)},
+      {"ops", site_op_names(f.site)},
       {"check", f.check},
       {"value", json_number(f.value)},
       {"tolerance", json_number(f.tolerance)},

@@ -1,4 +1,4 @@
-// result_json.h — the stable, versioned JSON export of one run ("kvcheck.result/1").
+// result_json.h — the stable, versioned JSON export of one run (kResultSchema).
 //
 // Consumers (CI gates, dashboards, baselines) key on "schema": fields are only ever added within a
 // schema version; renaming or removing one bumps it. Non-finite numbers are written as the strings
@@ -11,7 +11,8 @@
 
 namespace kv {
 
-inline constexpr const char* kResultSchema = "kvcheck.result/1";
+// 2: first_failure's "op" became "site" (check/check_sites.h) plus "ops", the ops behind it.
+inline constexpr const char* kResultSchema = "kvcheck.result/2";
 
 nlohmann::json to_json(const Failure& f);
 nlohmann::json to_json(const EpochStats& e);

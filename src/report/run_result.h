@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "check/check_sites.h"
 #include "scenario/scenario.h"
 
 namespace kv {
@@ -21,7 +22,7 @@ struct Failure {
   int32_t position = 0;  // token position within the request
   int32_t layer = -1;    // -1 when not layer-specific (lm_head / token checks)
   int32_t head = -1;
-  std::string op;        // paged_decode, prefill_with_context, quant_fp8, lm_head, ...
+  CheckSite site = CheckSite::decode;  // the kind of row; its ops are site_info(site).ops
   std::string check;     // nonfinite, drift, token, epoch_agreement
   double value = 0.0;    // the error (or NaN) that failed
   double tolerance = 0.0;

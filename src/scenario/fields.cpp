@@ -1,146 +1,32 @@
-// fields.cpp — the scenario field table (format version 1) and the reader that walks it.
+// fields.cpp — the scenario field table (format version 1): every key with its reader, range,
+// default and doc (builders in field_table_builders.h), and the reader that walks it.
 #include "scenario/fields.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "scenario/field_table.h"
+#include "scenario/field_table_builders.h"
 #include "scenario/regressions.h"
 
 namespace kv {
 namespace {
 
-using KeyTable = std::map<std::string, std::vector<std::string>>;
+using namespace field_table;
 
-template <class T>
-struct Field {
-  std::string_view key;
-  std::function<void(const Json& value, const std::string& pointer, T& out)> read;
-  // Nested objects only: add this object's keys (and its children's) to the table.
-  std::function<void(const std::string& pointer, KeyTable& out)> list_keys;
-};
-
-template <class T>
-using Fields = std::vector<Field<T>>;
-
-template <class T>
-std::vector<std::string> keys_of(const Fields<T>& fields) {
-  std::vector<std::string> keys;
-  for (const auto& f : fields) keys.emplace_back(f.key);
-  return keys;
-}
-
-template <class T>
-void read_object(const Fields<T>& fields, const Json& v, const std::string& pointer, T& out) {
-  require_object(v, pointer);
-  for (const auto& [key, value] : v.items()) {
-    const std::string child = child_pointer(pointer, key);
-    const auto f = std::find_if(fields.begin(), fields.end(),
-                                [&](const Field<T>& f) { return f.key == key; });
-    if (f == fields.end()) {
-      const std::vector<std::string> keys = keys_of(fields);
-      if (auto best = closest_name(key, keys))
-        fail(child, "unknown key; did you mean \"" + *best + "\"?");
-      fail(child, "unknown key; the keys here are " + quoted_list(keys));
-    }
-    f->read(value, child, out);
-  }
-}
-
-template <class T>
-void list_object_keys(const Fields<T>& fields, const std::string& pointer, KeyTable& out) {
-  auto& keys = out[pointer];
-  for (const auto& f : fields) {
-    keys.emplace_back(f.key);
-    if (f.list_keys) f.list_keys(child_pointer(pointer, f.key), out);
-  }
-}
-
-// ---- field builders: one line of the table each ----
-
-template <class T>
-Field<T> integer(std::string_view key, int32_t T::*member, int32_t lo, int32_t hi,
-                 std::string_view why = {}) {
-  return {key, [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_int(v, p, lo, hi, why);
-          }, {}};
-}
-
-template <class T>
-Field<T> scale(std::string_view key, float T::*member) {
-  return {key, [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_positive_float(v, p);
-          }, {}};
-}
-
-template <class T>
-Field<T> seed(std::string_view key, uint64_t T::*member) {
-  return {key, [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_uint64(v, p);
-          }, {}};
-}
-
-template <class T>
-Field<T> boolean(std::string_view key, bool T::*member) {
-  return {key, [=](const Json& v, const std::string& p, T& out) { out.*member = read_bool(v, p); },
-          {}};
-}
-
-template <class T>
-Field<T> text(std::string_view key, std::string T::*member) {
-  return {key, [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_string(v, p);
-          }, {}};
-}
-
-template <class T, class E, std::size_t N>
-Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>, N>& names) {
-  return {key, [member, &names](const Json& v, const std::string& p, T& out) {
-            out.*member = read_enum(v, p, names);
-          }, {}};
-}
-
-// A [min, max] pair, or one integer n meaning [n, n]; both ends within [lo, hi].
-template <class T>
-Field<T> range(std::string_view key, Range T::*member, int32_t lo, int32_t hi) {
-  return {key, [=](const Json& v, const std::string& p, T& out) {
-            if (!v.is_array() && !v.is_number())
-              fail(p, fmt::format("got {}, expected {} or a [min, max] pair of them", describe(v),
-                                  integer_range_text(lo, hi)));
-            if (v.is_number()) {
-              const int32_t n = read_int(v, p, lo, hi);
-              out.*member = Range{n, n};
-              return;
-            }
-            if (v.size() != 2)
-              fail(p, fmt::format("got {}, expected a [min, max] pair of two integers",
-                                  describe(v)));
-            const Range r{read_int(v[0], child_pointer(p, 0), lo, hi),
-                          read_int(v[1], child_pointer(p, 1), lo, hi)};
-            if (r.max < r.min)
-              fail(p, fmt::format("got [{}, {}], but max {} is below min {}", r.min, r.max, r.max,
-                                  r.min));
-            out.*member = r;
-          }, {}};
-}
-
-template <class T, class S>
-Field<T> object(std::string_view key, S T::*member, const Fields<S>& (*fields)()) {
-  return {key,
-          [=](const Json& v, const std::string& p, T& out) {
-            read_object(fields(), v, p, out.*member);
-          },
-          [=](const std::string& p, KeyTable& out) { list_object_keys(fields(), p, out); }};
-}
+constexpr int32_t kMaxLayers = 64;
+constexpr int32_t kMaxCaptureSize = 4096;
+constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
+constexpr int32_t kMaxRequestTokens = 65536;  // prompt + new tokens of one request
 
 // ---- values with more structure than one builder ----
 
 std::vector<LayerKind> read_layer_kinds(const Json& v, const std::string& p, std::size_t min_size,
                                         bool unique) {
-  const auto& items = read_array(v, p, "layer kinds", min_size, 64);
+  const auto& items = read_array(v, p, "layer kinds", min_size, kMaxLayers);
   std::vector<LayerKind> kinds;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const LayerKind k = read_enum(items[i], child_pointer(p, i), kLayerKindNames);
@@ -151,42 +37,56 @@ std::vector<LayerKind> read_layer_kinds(const Json& v, const std::string& p, std
   return kinds;
 }
 
+Json layer_kind_names(const std::vector<LayerKind>& kinds) {
+  Json names = Json::array();
+  for (LayerKind k : kinds) names.push_back(to_string(k));
+  return names;
+}
+
+ValueForm layer_kinds_form(std::size_t min_size, bool unique) {
+  return array_form(choice_form(enum_names(kLayerKindNames)), min_size, kMaxLayers, unique);
+}
+
 void read_layers(const Json& v, const std::string& p, ModelSpec& out) {
   if (v.is_number()) {  // n attention layers
-    out.layers.assign(static_cast<std::size_t>(read_int(v, p, 1, 64)), LayerKind::attention);
+    out.layers.assign(static_cast<std::size_t>(read_int(v, p, 1, kMaxLayers)),
+                      LayerKind::attention);
     return;
   }
   if (!v.is_array())
-    fail(p, fmt::format("got {}, expected a layer count from 1 to 64 or an array of layer kinds "
+    fail(p, fmt::format("got {}, expected a layer count from 1 to {} or an array of layer kinds "
                         "({})",
-                        describe(v), quoted_list(enum_names(kLayerKindNames))));
+                        describe(v), kMaxLayers, quoted_list(enum_names(kLayerKindNames))));
   out.layers = read_layer_kinds(v, p, 1, /*unique=*/false);
 }
 
 void read_capture_sizes(const Json& v, const std::string& p, GraphSpec& out) {
-  const auto& items = read_array(v, p, "capture sizes", 0, 4096);
+  const auto& items = read_array(v, p, "capture sizes", 0, kMaxCaptureSize);
   out.capture_sizes.clear();
   for (std::size_t i = 0; i < items.size(); ++i)
-    out.capture_sizes.push_back(read_int(items[i], child_pointer(p, i), 1, 4096));
+    out.capture_sizes.push_back(read_int(items[i], child_pointer(p, i), 1, kMaxCaptureSize));
 }
 
 void read_regressions(const Json& v, const std::string& p, Scenario& out) {
-  std::vector<std::string> registered;
-  for (const auto& r : all_regressions()) registered.emplace_back(r.name);
   // No length limit: a name may appear once, so the registry bounds the length.
   const auto& items = read_array(v, p, "regression names", 0, SIZE_MAX);
-  out.regressions.clear();
+  RegressionSet set;
+  std::vector<std::string> seen;  // in document order, for the "listed twice" pointer
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string item = child_pointer(p, i);
     const std::string name = read_string(items[i], item);
-    if (!find_regression(name))
-      fail(item, "unknown regression \"" + name + "\"" + suggestion_tail(name, registered));
-    const auto first = std::find(out.regressions.begin(), out.regressions.end(), name);
-    if (first != out.regressions.end())
+    const RegressionInfo* r = find_regression(name);
+    if (!r)
+      fail(item, "unknown regression \"" + name + "\"" +
+                     suggestion_tail(name, regression_names()));
+    const auto first = std::find(seen.begin(), seen.end(), name);
+    if (first != seen.end())
       fail(item, fmt::format("regression \"{}\" is listed twice (first at {})", name,
-                             child_pointer(p, first - out.regressions.begin())));
-    out.regressions.push_back(name);
+                             child_pointer(p, first - seen.begin())));
+    seen.push_back(name);
+    set.add(r->id);
   }
+  out.regressions = set;
 }
 
 void read_format(const Json& v, const std::string& p, Scenario& out) {
@@ -196,123 +96,249 @@ void read_format(const Json& v, const std::string& p, Scenario& out) {
   out.format = kScenarioFormat;
 }
 
+ValueForm format_form() {
+  ValueForm f = plain_form(ValueForm::Kind::constant);
+  f.constant = kScenarioFormat;
+  return f;
+}
+
+Field<CheckSpec> tolerance_field() {
+  constexpr double lo = 0.0, hi = 1.0;
+  ValueForm form = plain_form(ValueForm::Kind::number);
+  form.minimum = lo;
+  form.maximum = hi;
+  form.exclusive_minimum = form.exclusive_maximum = true;
+  return {.key = "tolerance",
+          .read = [](const Json& v, const std::string& p, CheckSpec& out) {
+            out.tolerance = read_number_between(v, p, lo, hi);
+          },
+          .value_of = [](const CheckSpec& c) { return c.tolerance ? Json(*c.tolerance) : Json(); },
+          .forms = {form},
+          .doc = "Relative L2 tolerance per token and head."};
+}
+
+Field<Scenario> name_field() {
+  ValueForm form = plain_form(ValueForm::Kind::string);
+  form.min_length = 1;
+  return {.key = "name",
+          .read = [](const Json& v, const std::string& p, Scenario& out) {
+            out.name = read_string(v, p);
+            if (out.name.empty()) fail(p, "got \"\" (a string), expected a non-empty name");
+          },
+          .value_of = [](const Scenario& s) { return Json(s.name); },
+          .forms = {form},
+          .doc = "Name shown in reports."};
+}
+
 // ---- the table ----
 
 const Fields<ModelSpec>& model_fields() {
   static const Fields<ModelSpec> f = {
-      {"layers", read_layers, {}},
-      integer("num_q_heads", &ModelSpec::num_q_heads, 1, 64),
-      integer("num_kv_heads", &ModelSpec::num_kv_heads, 1, 64),
-      integer("head_dim", &ModelSpec::head_dim, 1, 256),
-      integer("hidden_size", &ModelSpec::hidden_size, 1, 4096),
-      integer("vocab_size", &ModelSpec::vocab_size, 2, 65536),
-      seed("weight_seed", &ModelSpec::weight_seed),
+      {.key = "layers",
+       .read = read_layers,
+       .value_of = [](const ModelSpec& m) { return layer_kind_names(m.layers); },
+       .forms = {integer_form(1, kMaxLayers), layer_kinds_form(1, false)},
+       .doc = "The layers in order; a number *n* means *n* attention layers. `attention`: GQA "
+              "over a paged K/V cache; `mla`: multi-head latent attention over a one-head latent "
+              "cache (FlashMLA-like whole-tile P·V); `linear`: gated linear attention with one "
+              "block of recurrent state per request (needs `cache.pool` `\"hybrid\"` and "
+              "`engine.prefix_caching` `false`)."},
+      integer("num_q_heads", &ModelSpec::num_q_heads, 1, 64,
+              "Query heads per layer; a multiple of `num_kv_heads`."),
+      integer("num_kv_heads", &ModelSpec::num_kv_heads, 1, 64,
+              "Key/value heads per layer (grouped-query attention when fewer than "
+              "`num_q_heads`)."),
+      integer("head_dim", &ModelSpec::head_dim, 1, 256, "Size of one head."),
+      integer("hidden_size", &ModelSpec::hidden_size, 1, 4096,
+              "Width of the hidden state (the residual stream)."),
+      integer("vocab_size", &ModelSpec::vocab_size, 2, 65536,
+              "Vocabulary of the tiny LM head; generated tokens are greedy picks from it."),
+      seed("weight_seed", &ModelSpec::weight_seed, "Seed of the synthetic weights."),
       integer("kv_lora_rank", &ModelSpec::kv_lora_rank, 2, 1024,
+              "`mla` layers only (an error without one): latent features cached per token; "
+              "every head's V lives in them. At least 2: latent feature 0 is a constant the "
+              "model reserves.",
               "latent feature 0 is a constant the model reserves, so at least 2"),
-      integer("qk_rope_dim", &ModelSpec::qk_rope_dim, 0, 256),
+      integer("qk_rope_dim", &ModelSpec::qk_rope_dim, 0, 256,
+              "`mla` layers only (an error without one): the decoupled positional key, cached "
+              "per token after the latent and shared by all heads."),
   };
   return f;
 }
 
 const Fields<CacheSpec>& cache_fields() {
   static const Fields<CacheSpec> f = {
-      integer("num_blocks", &CacheSpec::num_blocks, 2, 1'000'000),
-      integer("block_size", &CacheSpec::block_size, 1, 256),
-      choice("dtype", &CacheSpec::dtype, kCacheDTypeNames),
-      choice("layout", &CacheSpec::layout, kKvLayoutNames),
-      choice("pool", &CacheSpec::pool, kPoolKindNames),
-      scale("k_scale", &CacheSpec::k_scale),
-      scale("v_scale", &CacheSpec::v_scale),
+      integer("num_blocks", &CacheSpec::num_blocks, 2, 1'000'000,
+              "Blocks in the pool, including the reserved null block 0. Must hold the longest "
+              "request alone: `ceil((prompt_len.max + new_tokens.max) / block_size) + 1`, plus 1 "
+              "with a `linear` layer (the request's state block)."),
+      integer("block_size", &CacheSpec::block_size, 1, 256, "Tokens per block."),
+      choice("dtype", &CacheSpec::dtype, kCacheDTypeNames,
+             "Storage type of K and V (of the latent in `mla` layers); the reference rounds K/V "
+             "the same way. `fp8_e4m3` stores value / scale and needs `k_scale` and `v_scale`."),
+      choice("layout", &CacheSpec::layout, kKvLayoutNames,
+             "`plain`: separate K and V regions; `interleaved`: per block `[K0][V0][K1][V1]…`, "
+             "addressed through strides (the hybrid-model layout of seed 004)."),
+      choice("pool", &CacheSpec::pool, kPoolKindNames,
+             "`separate`: every layer has its own cache. `hybrid`: the j-th attention-like "
+             "(`attention`/`mla`) layer and the j-th `linear` layer share one buffer, and a block "
+             "id holds either KV or one request's linear-attention state, so a block freed by "
+             "one is read byte for byte by the other (the Kimi-Linear arrangement of seed 000). "
+             "Needs a `linear` layer, and `layout` `\"interleaved\"` with an `attention` layer."),
+      no_default(scale("k_scale", &CacheSpec::k_scale,
+                       "Dequantisation scale of K (of the latent in `mla` layers): the cache "
+                       "stores K / `k_scale`. A power of two; only with `dtype` "
+                       "`\"fp8_e4m3\"`."),
+                 "none; required with `dtype` `\"fp8_e4m3\"`"),
+      no_default(scale("v_scale", &CacheSpec::v_scale,
+                       "Dequantisation scale of V: the cache stores V / `v_scale`. A power of "
+                       "two; only with `dtype` `\"fp8_e4m3\"`."),
+                 "none; required with `dtype` `\"fp8_e4m3\"`"),
   };
   return f;
 }
 
 const Fields<GraphSpec>& graph_fields() {
   static const Fields<GraphSpec> f = {
-      choice("mode", &GraphSpec::mode, kGraphModeNames),
-      {"capture_sizes", read_capture_sizes, {}},
+      choice("mode", &GraphSpec::mode, kGraphModeNames,
+             "`off`: every step runs eagerly; `decode`: pure-decode steps replay the graph of "
+             "the smallest capture size ≥ the batch, padding the rest. `decode` needs at least "
+             "one capture size."),
+      {.key = "capture_sizes",
+       .read = read_capture_sizes,
+       .value_of = [](const GraphSpec& g) { return Json(g.capture_sizes); },
+       .forms = {array_form(integer_form(1, kMaxCaptureSize), 0, kMaxCaptureSize, false)},
+       .doc = "Batch sizes to capture: ascending, unique, each ≤ "
+              "`engine.max_running_requests`."},
   };
   return f;
 }
 
 const Fields<EngineSpec>& engine_fields() {
   static const Fields<EngineSpec> f = {
-      integer("max_running_requests", &EngineSpec::max_running_requests, 1, 4096),
-      integer("max_tokens_per_step", &EngineSpec::max_tokens_per_step, 1, 1'000'000),
-      boolean("prefix_caching", &EngineSpec::prefix_caching),
-      {"zero_new_blocks",
-       [](const Json& v, const std::string& p, EngineSpec& out) {
-         out.zero_new_blocks = read_layer_kinds(v, p, 0, /*unique=*/true);
-       },
-       {}},
-      object("cuda_graphs", &EngineSpec::cuda_graphs, graph_fields),
-      boolean("zero_init_outputs", &EngineSpec::zero_init_outputs),
-      integer("max_decode_splits", &EngineSpec::max_decode_splits, 1, 64),
+      integer("max_running_requests", &EngineSpec::max_running_requests, 1, 4096,
+              "Most requests in one step's batch."),
+      integer("max_tokens_per_step", &EngineSpec::max_tokens_per_step, 1, 1'000'000,
+              "Token budget of one step; longer prefills are chunked."),
+      boolean("prefix_caching", &EngineSpec::prefix_caching,
+              "Reuse full blocks whose token prefix is already cached. Must be `false` with a "
+              "`linear` layer: prefix caching of recurrent state is not modelled."),
+      {.key = "zero_new_blocks",
+       .read = [](const Json& v, const std::string& p,
+                  EngineSpec& out) { out.zero_new_blocks = read_layer_kinds(v, p, 0, true); },
+       .value_of = [](const EngineSpec& e) { return layer_kind_names(e.zero_new_blocks); },
+       .forms = {layer_kinds_form(0, true)},
+       .doc = "Layer kinds whose newly allocated blocks are zeroed (the zero-on-allocation "
+              "policy of seed 000); may be empty."},
+      object("cuda_graphs", &EngineSpec::cuda_graphs, graph_fields,
+             "CUDA-graph capture and replay (real graphs on the GPU, a faithful emulation on the "
+             "host)."),
+      boolean("zero_init_outputs", &EngineSpec::zero_init_outputs,
+              "Zero the attention output buffers before every step (the seed-001 mitigation, "
+              "which hides padded-row NaN at a throughput cost)."),
+      integer("max_decode_splits", &EngineSpec::max_decode_splits, 1, 64,
+              "Split-KV decode: most splits of one request's context."),
   };
   return f;
 }
 
-constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
-constexpr int32_t kMaxRequestTokens = 65536;  // prompt + new tokens of one request
-
 const Fields<WorkloadSpec>& workload_fields() {
   static const Fields<WorkloadSpec> f = {
-      integer("requests", &WorkloadSpec::num_requests, 1, kMaxRequestsPerEpoch),
-      range("prompt_len", &WorkloadSpec::prompt_len, 1, kMaxRequestTokens),
-      range("new_tokens", &WorkloadSpec::new_tokens, 1, kMaxRequestTokens),
-      range("arrival_step", &WorkloadSpec::arrival_step, 0, kMaxInt),
-      integer("prefix_groups", &WorkloadSpec::prefix_groups, 0, kMaxInt),
-      integer("shared_prefix_len", &WorkloadSpec::shared_prefix_len, 0, kMaxInt),
-      integer("epochs", &WorkloadSpec::epochs, 1, 1000),
+      integer("requests", &WorkloadSpec::num_requests, 1, kMaxRequestsPerEpoch,
+              "Requests per epoch."),
+      range("prompt_len", &WorkloadSpec::prompt_len, 1, kMaxRequestTokens,
+            "Prompt length in tokens, drawn uniformly per request."),
+      range("new_tokens", &WorkloadSpec::new_tokens, 1, kMaxRequestTokens,
+            "Tokens generated per request; `prompt_len.max + new_tokens.max` ≤ 65536."),
+      range("arrival_step", &WorkloadSpec::arrival_step, 0, kMaxInt,
+            "Step at which a request becomes visible to the scheduler."),
+      integer("prefix_groups", &WorkloadSpec::prefix_groups, 0, kMaxInt,
+              "Requests are dealt round-robin into this many groups whose members share a "
+              "prompt prefix; `0`: no shared prefixes."),
+      integer("shared_prefix_len", &WorkloadSpec::shared_prefix_len, 0, kMaxInt,
+              "Tokens of each group's shared prefix; at most `prompt_len` min when "
+              "`prefix_groups` > 0."),
+      integer("epochs", &WorkloadSpec::epochs, 1, 1000,
+              "Times the workload runs on the same engine; epoch 1 runs on fresh blocks, later "
+              "epochs on recycled ones."),
   };
   return f;
 }
 
 const Fields<FaultSpec>& fault_fields() {
   static const Fields<FaultSpec> f = {
-      choice("freed_blocks", &FaultSpec::freed_blocks, kPoisonPatternNames),
-      choice("padded_rows", &FaultSpec::padded_rows, kPoisonPatternNames),
-      choice("unwritten_outputs", &FaultSpec::unwritten_outputs, kPoisonPatternNames),
+      choice("freed_blocks", &FaultSpec::freed_blocks, kPoisonPatternNames,
+             "Fill blocks when they are freed or evicted."),
+      choice("padded_rows", &FaultSpec::padded_rows, kPoisonPatternNames,
+             "Fill the inputs of padded rows of a CUDA-graph replay."),
+      choice("unwritten_outputs", &FaultSpec::unwritten_outputs, kPoisonPatternNames,
+             "Fill the attention output buffers before every step, so a row no op writes is "
+             "visible."),
   };
   return f;
 }
 
 const Fields<CheckSpec>& check_fields() {
   static const Fields<CheckSpec> f = {
-      boolean("nonfinite", &CheckSpec::nonfinite),
-      boolean("drift", &CheckSpec::drift),
-      boolean("tokens", &CheckSpec::tokens),
-      {"tolerance",
-       [](const Json& v, const std::string& p, CheckSpec& out) {
-         out.tolerance = read_number_between(v, p, 0.0, 1.0);
-       },
-       {}},
-      choice("reference", &CheckSpec::reference, kReferenceModeNames),
+      boolean("nonfinite", &CheckSpec::nonfinite,
+              "Fail on any NaN or Inf in an output where the reference is finite."),
+      boolean("drift", &CheckSpec::drift,
+              "Fail when an output row's relative L2 error against the float64 reference "
+              "exceeds the tolerance."),
+      boolean("tokens", &CheckSpec::tokens,
+              "Check each generated token against the reference's margin, and that every epoch "
+              "generates the same tokens."),
+      no_default(tolerance_field(), "by cache dtype"),
+      choice("reference", &CheckSpec::reference, kReferenceModeNames,
+             "`full`: every request is checked against the float64 reference. `sampled`: per "
+             "epoch only a seeded sample of `sampled_requests` requests is, as in full mode; the "
+             "others only for NaN/Inf outputs and NaN logits. For workloads too large for the "
+             "full reference, which costs O(length²) per request and layer."),
       // More than the epoch's requests is allowed: then every request is checked.
-      integer("sampled_requests", &CheckSpec::sampled_requests, 1, kMaxRequestsPerEpoch),
+      default_only(integer("sampled_requests", &CheckSpec::sampled_requests, 1,
+                           kMaxRequestsPerEpoch,
+                           "Requests per epoch checked against the reference in sampled mode; "
+                           "more than the epoch has means all. Only with `reference` "
+                           "`\"sampled\"`."),
+                   "with `reference` `\"sampled\"`"),
   };
   return f;
 }
 
 const Fields<Scenario>& scenario_fields() {
   static const Fields<Scenario> f = {
-      {"format", read_format, {}},
-      {"name",
-       [](const Json& v, const std::string& p, Scenario& out) {
-         out.name = read_string(v, p);
-         if (out.name.empty()) fail(p, "got \"\" (a string), expected a non-empty name");
-       },
-       {}},
-      text("description", &Scenario::description),
-      seed("seed", &Scenario::seed),
-      object("model", &Scenario::model, model_fields),
-      object("cache", &Scenario::cache, cache_fields),
-      object("engine", &Scenario::engine, engine_fields),
-      object("workload", &Scenario::workload, workload_fields),
-      object("faults", &Scenario::faults, fault_fields),
-      {"regressions", read_regressions, {}},
-      object("checks", &Scenario::checks, check_fields),
-      choice("expect", &Scenario::expect, kExpectationNames),
+      {.key = "format",
+       .read = read_format,
+       .forms = {format_form()},
+       .doc = "Version of the format; this build reads 1 only.",
+       .required = true},
+      no_default(name_field(), "the file name without its extension"),
+      text("description", &Scenario::description,
+           "One or two sentences: what the scenario exercises and why."),
+      seed("seed", &Scenario::seed,
+           "Seed of the workload (token ids, lengths, arrivals) and of the fault patterns; "
+           "`kvcheck run --seed` overrides it."),
+      object("model", &Scenario::model, model_fields, "The synthetic transformer the engine runs."),
+      object("cache", &Scenario::cache, cache_fields,
+             "The paged KV cache: blocks shared by every request."),
+      object("engine", &Scenario::engine, engine_fields, "Scheduler and runner options."),
+      object("workload", &Scenario::workload, workload_fields,
+             "The requests of one epoch; the same workload runs once per epoch on the same "
+             "engine, without resetting the cache."),
+      object("faults", &Scenario::faults, fault_fields,
+             "Poisoning, like a debug allocator, so that a latent stale-data bug shows on the "
+             "first step that has it. Each is a fill pattern: quiet NaN, Inf, random bits or "
+             "none."),
+      {.key = "regressions",
+       .read = read_regressions,
+       .value_of = [](const Scenario& s) { return Json(s.regressions.names()); },
+       .forms = {array_form(choice_form(regression_names()), 0, SIZE_MAX, true)},
+       .doc = "Named regressions to switch on, each at most once; `kvcheck list` describes "
+              "them."},
+      object("checks", &Scenario::checks, check_fields, "What is checked on every output."),
+      choice("expect", &Scenario::expect, kExpectationNames,
+             "The verdict the scenario should get: `clean` (no check fails) or `corrupt` (a "
+             "check fails, e.g. with a regression on); kvcheck reports whether a run met it."),
   };
   return f;
 }
@@ -332,9 +358,13 @@ void check_format(const Json& doc) {
   read_format(doc["format"], "/format", unused);
 }
 
-std::map<std::string, std::vector<std::string>> known_scenario_keys() {
-  KeyTable table;
-  list_object_keys(scenario_fields(), "", table);
+const std::vector<FieldInfo>& scenario_field_table() {
+  static const std::vector<FieldInfo> table = [] {
+    std::vector<FieldInfo> out;
+    add_fields<Scenario>(scenario_fields(), "",
+                         [](const Scenario& s) -> const Scenario& { return s; }, out);
+    return out;
+  }();
   return table;
 }
 

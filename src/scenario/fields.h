@@ -1,6 +1,7 @@
-// fields.h — the table of every key a scenario may hold: its type, range and where it lands in
-// Scenario. Reading, unknown-key detection and known_scenario_keys() (which the schema test
-// compares with scenarios/schema/scenario.schema.json) all come from this one table.
+// fields.h — reading a scenario document through the field table (field_table.h): every key a
+// scenario may hold, its type, range, default, doc and where it lands in Scenario. Reading,
+// unknown-key detection, known_scenario_keys() and the generated JSON Schema and README table all
+// come from this one table.
 #pragma once
 
 #include "scenario/json_value.h"

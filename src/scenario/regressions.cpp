@@ -1,6 +1,5 @@
 #include "scenario/regressions.h"
 
-#include <stdexcept>
 
 namespace kv {
 
@@ -31,26 +30,27 @@ const std::vector<RegressionInfo>& all_regressions() {
   return list;
 }
 
+const RegressionInfo& regression_info(Regression r) {
+  return all_regressions().at(static_cast<size_t>(r));
+}
+
 const RegressionInfo* find_regression(std::string_view name) {
   for (const auto& r : all_regressions())
     if (r.name == name) return &r;
   return nullptr;
 }
 
-RegressionSet RegressionSet::from_names(const std::vector<std::string>& names) {
-  RegressionSet s;
-  for (const auto& n : names) {
-    const RegressionInfo* r = find_regression(n);
-    if (!r) throw std::invalid_argument("unknown regression: " + n);
-    switch (r->id) {
-      case Regression::merge_ignores_context_count: s.merge_ignores_context_count = true; break;
-      case Regression::padded_rows_in_reduction: s.padded_rows_in_reduction = true; break;
-      case Regression::graph_metadata_not_persistent: s.graph_metadata_not_persistent = true; break;
-      case Regression::new_blocks_not_zeroed: s.new_blocks_not_zeroed = true; break;
-      case Regression::gather_assumes_contiguous: s.gather_assumes_contiguous = true; break;
-    }
-  }
-  return s;
+std::vector<std::string> regression_names() {
+  std::vector<std::string> names;
+  for (const auto& r : all_regressions()) names.emplace_back(r.name);
+  return names;
+}
+
+std::vector<std::string> RegressionSet::names() const {
+  std::vector<std::string> out;
+  for (const auto& r : all_regressions())
+    if (has(r.id)) out.emplace_back(r.name);
+  return out;
 }
 
 }  // namespace kv

@@ -1,8 +1,13 @@
 // regressions.h — the registry of named regression switches: each re-introduces one real class of KV-cache
 // corruption inside the engine or an op (DESIGN.md §1). Off by default; set per scenario or with
 // `kvcheck run --regression NAME`.
+//
+// A regression is named only at the edges (scenario files, the command line, reports); inside,
+// a run carries a RegressionSet, a typed set over the Regression enum, parsed once.
 #pragma once
 
+#include <bitset>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +21,7 @@ enum class Regression {
   new_blocks_not_zeroed,
   gather_assumes_contiguous,
 };
+inline constexpr std::size_t kNumRegressions = 5;
 
 struct RegressionInfo {
   Regression id;
@@ -24,19 +30,34 @@ struct RegressionInfo {
   std::string_view bug_class;  // the seed / upstream fix it models
 };
 
+// In enum order: all_regressions()[i].id == Regression(i).
 const std::vector<RegressionInfo>& all_regressions();
+const RegressionInfo& regression_info(Regression r);
 const RegressionInfo* find_regression(std::string_view name);
+std::vector<std::string> regression_names();  // every registered name, in registry order
 
-// The set a run uses, as flags: what the engine and the ops consult.
-struct RegressionSet {
-  bool merge_ignores_context_count = false;
-  bool padded_rows_in_reduction = false;
-  bool graph_metadata_not_persistent = false;
-  bool new_blocks_not_zeroed = false;
-  bool gather_assumes_contiguous = false;
+// The regressions a run switches on: what the scenario reader produces, the CLI replaces and the
+// engine and ops consult.
+class RegressionSet {
+ public:
+  RegressionSet() = default;
+  RegressionSet(std::initializer_list<Regression> rs) {
+    for (Regression r : rs) add(r);
+  }
+  explicit RegressionSet(const std::vector<Regression>& rs) {
+    for (Regression r : rs) add(r);
+  }
+  bool has(Regression r) const { return bits_.test(index(r)); }
+  void add(Regression r) { bits_.set(index(r)); }
+  bool empty() const { return bits_.none(); }
+  std::size_t size() const { return bits_.count(); }
+  // The names, in registry order (for reports).
+  std::vector<std::string> names() const;
+  bool operator==(const RegressionSet&) const = default;
 
-  // Names must be valid (the scenario parser and the CLI check them first).
-  static RegressionSet from_names(const std::vector<std::string>& names);
+ private:
+  static std::size_t index(Regression r) { return static_cast<std::size_t>(r); }
+  std::bitset<kNumRegressions> bits_;
 };
 
 }  // namespace kv

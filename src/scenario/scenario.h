@@ -14,6 +14,7 @@
 #include "kernels/dtype.cuh"
 #include "kernels/op_args.cuh"
 #include "kernels/paged_kv.cuh"
+#include "scenario/regressions.h"
 
 namespace kv {
 
@@ -128,7 +129,7 @@ struct Scenario {
   EngineSpec engine;
   WorkloadSpec workload;
   FaultSpec faults;
-  std::vector<std::string> regressions;  // names from the regression registry, unique
+  RegressionSet regressions;
   CheckSpec checks;
   Expectation expect = Expectation::clean;
 };

@@ -92,7 +92,7 @@ TEST(CheckerSampled, InfInAnUnsampledFp8RowAndNanLogitsAreCaught) {
   auto fail = f.check();
   ASSERT_TRUE(fail.has_value());
   EXPECT_EQ(fail->request, f.plan.chunks[j].request_id);
-  EXPECT_EQ(fail->op, "quant_fp8");
+  EXPECT_EQ(fail->site, CheckSite::fp8_output);
 
   Fixture g;
   make_sampled(g, 1);
@@ -100,7 +100,7 @@ TEST(CheckerSampled, InfInAnUnsampledFp8RowAndNanLogitsAreCaught) {
   fail = g.check();
   ASSERT_TRUE(fail.has_value());
   EXPECT_EQ(fail->request, g.plan.chunks[j].request_id);
-  EXPECT_EQ(fail->op, "lm_head");
+  EXPECT_EQ(fail->site, CheckSite::sampled_token);
   EXPECT_EQ(fail->check, "nonfinite");
 }
 

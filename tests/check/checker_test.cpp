@@ -55,7 +55,8 @@ TEST(Checker, NanInTheFp8OutputIsAttributedToTheBatchWideOp) {
   f.outputs.quant_out[0][7 * 32 + 1] = INFINITY;
   const auto fail = f.check();
   ASSERT_TRUE(fail.has_value());
-  EXPECT_EQ(fail->op, "quant_fp8");
+  EXPECT_EQ(fail->site, CheckSite::fp8_output);
+  EXPECT_EQ(site_info(fail->site).ops, std::vector<DeviceOp>{DeviceOp::quant_fp8});
 }
 
 TEST(Checker, TokenFarFromTheReferenceBestFailsNaNLogitsFail) {
@@ -73,7 +74,7 @@ TEST(Checker, TokenFarFromTheReferenceBestFailsNaNLogitsFail) {
   fail = f.check();
   ASSERT_TRUE(fail.has_value());
   EXPECT_EQ(fail->check, "nonfinite");
-  EXPECT_EQ(fail->op, "lm_head");
+  EXPECT_EQ(fail->site, CheckSite::sampled_token);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// list_test.cpp — `kvcheck list` names every registered regression, the ops and the devices.
+// list_test.cpp — `kvcheck list` names every registered regression, op, check site and device.
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "check/check_sites.h"
+#include "device/device_ops.h"
 #include "scenario/regressions.h"
 
 namespace kv::test {
@@ -18,10 +20,14 @@ TEST_F(ListCommand, NamesEveryRegressionOpAndDevice) {
     EXPECT_TRUE(contains(r.out, std::string(reg.name))) << reg.name;
     EXPECT_TRUE(contains(r.out, std::string(reg.bug_class))) << reg.bug_class;
   }
-  for (const char* op : {"write_kv", "paged_decode", "gather_kv", "varlen_attention",
-                         "merge_states", "linear_attention", "zero_blocks", "poison_blocks",
-                         "quant_fp8", "embed", "rms_norm", "linear", "argmax"})
-    EXPECT_TRUE(contains(r.out, op)) << op;
+  for (const auto& op : all_device_ops())
+    EXPECT_TRUE(contains(r.out, "  " + std::string(op.name) + " ")) << op.name;
+  for (const auto& site : all_check_sites()) {
+    EXPECT_TRUE(contains(r.out, "  " + std::string(site.name) + " ")) << site.name;
+    std::string ops;
+    for (const auto& name : site_op_names(site.site)) ops += (ops.empty() ? "" : ", ") + name;
+    EXPECT_TRUE(contains(r.out, "ops: " + ops)) << site.name;
+  }
   EXPECT_TRUE(contains(r.out, "host")) << r.out;
   EXPECT_TRUE(contains(r.out, "cuda")) << r.out;
 }
@@ -30,14 +36,22 @@ TEST_F(ListCommand, JsonMatchesTheRegistry) {
   CliRun r = kvcheck("list --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(r.out);
-  EXPECT_EQ(doc["schema"], "kvcheck.list/1");
+  EXPECT_EQ(doc["schema"], "kvcheck.list/2");
   ASSERT_EQ(doc["regressions"].size(), all_regressions().size());
   for (size_t i = 0; i < all_regressions().size(); ++i) {
     EXPECT_EQ(doc["regressions"][i]["name"], std::string(all_regressions()[i].name));
     EXPECT_FALSE(doc["regressions"][i]["models"].get<std::string>().empty());
     EXPECT_FALSE(doc["regressions"][i]["bug_class"].get<std::string>().empty());
   }
-  EXPECT_EQ(doc["ops"].size(), 13u);
+  ASSERT_EQ(doc["ops"].size(), all_device_ops().size());
+  for (size_t i = 0; i < all_device_ops().size(); ++i)
+    EXPECT_EQ(doc["ops"][i]["name"], std::string(all_device_ops()[i].name));
+  // Every site names the ops behind it, each one an op of the table above.
+  ASSERT_EQ(doc["check_sites"].size(), all_check_sites().size());
+  for (const auto& site : doc["check_sites"]) {
+    ASSERT_FALSE(site["ops"].empty()) << site["name"];
+    for (const auto& op : site["ops"]) EXPECT_TRUE(find_device_op(op.get<std::string>())) << op;
+  }
   ASSERT_EQ(doc["devices"].size(), 2u);
   EXPECT_EQ(doc["devices"][0]["name"], "host");
   EXPECT_EQ(doc["devices"][0]["available"], true);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/device_factory.h"
+#include "cli/name_option.h"
 #include "cli/run_scenarios.h"
 
 namespace kv::cli {
@@ -14,26 +15,26 @@ TEST(Overrides, ReplaceOnlyWhatIsGiven) {
   Scenario s;
   s.seed = 1;
   s.workload.epochs = 2;
-  s.regressions = {"padded-rows-in-reduction"};
+  s.regressions = {Regression::padded_rows_in_reduction};
   s.expect = Expectation::clean;
   apply_overrides({}, s);
   EXPECT_EQ(s.seed, 1u);
   EXPECT_EQ(s.workload.epochs, 2);
-  EXPECT_EQ(s.regressions, std::vector<std::string>{"padded-rows-in-reduction"});
+  EXPECT_EQ(s.regressions, RegressionSet{Regression::padded_rows_in_reduction});
 
   Overrides o;
   o.seed = 42;
   o.epochs = 5;
   o.expect = Expectation::corrupt;
-  o.regressions = std::vector<std::string>{"new-blocks-not-zeroed", "gather-assumes-contiguous",
-                                           "new-blocks-not-zeroed"};
+  o.regressions = RegressionSet{Regression::new_blocks_not_zeroed,
+                                Regression::gather_assumes_contiguous};
   apply_overrides(o, s);
   EXPECT_EQ(s.seed, 42u);
   EXPECT_EQ(s.workload.epochs, 5);
   EXPECT_EQ(s.expect, Expectation::corrupt);
-  // Replaced, not merged; duplicates dropped.
-  EXPECT_EQ(s.regressions,
-            (std::vector<std::string>{"new-blocks-not-zeroed", "gather-assumes-contiguous"}));
+  // Replaced, not merged.
+  EXPECT_EQ(s.regressions, (RegressionSet{Regression::new_blocks_not_zeroed,
+                                          Regression::gather_assumes_contiguous}));
 }
 
 TEST(Overrides, ZeroInitOutputsTurnsTheMitigationOnNeverOff) {
@@ -89,20 +90,36 @@ TEST(Overrides, SampledRequestsBesideReferenceFullIsRefused) {
 
 TEST(Overrides, EmptyRegressionListTurnsAllOff) {
   Scenario s;
-  s.regressions = {"padded-rows-in-reduction"};
+  s.regressions = {Regression::padded_rows_in_reduction};
   Overrides o;
-  o.regressions = std::vector<std::string>{};
+  o.regressions = RegressionSet{};
   apply_overrides(o, s);
   EXPECT_TRUE(s.regressions.empty());
 }
 
-TEST(Overrides, RegressionNamesAreCheckedWithASuggestion) {
-  EXPECT_TRUE(check_regression_names({"new-blocks-not-zeroed", "padded-rows-in-reduction"}).empty());
-  auto errors = check_regression_names({"padded-rows-in-reduktion", "new-blocks-not-zeroed", "x"});
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_NE(errors[0].find("did you mean \"padded-rows-in-reduction\""), std::string::npos)
-      << errors[0];
-  EXPECT_NE(errors[1].find("\"x\""), std::string::npos) << errors[1];
+// --regression parses a registry name into its enum, once; a misspelt one names the closest.
+TEST(Overrides, RegressionNamesParseIntoTheEnumWithASuggestion) {
+  auto parse = [](std::vector<std::string> args, std::vector<Regression>& out) {
+    CLI::App app;
+    app.add_option("--regression", out)->transform(regression_name())->allow_extra_args(false);
+    std::string line;
+    for (const auto& a : args) line += " --regression " + a;
+    try {
+      app.parse(line, /*program_name_included=*/false);
+      return std::string();
+    } catch (const CLI::ParseError& e) {
+      return std::string(e.what());
+    }
+  };
+  std::vector<Regression> got;
+  EXPECT_EQ(parse({"new-blocks-not-zeroed", "padded-rows-in-reduction"}, got), "");
+  EXPECT_EQ(got, (std::vector<Regression>{Regression::new_blocks_not_zeroed,
+                                          Regression::padded_rows_in_reduction}));
+  const std::string typo = parse({"padded-rows-in-reduktion"}, got);
+  EXPECT_NE(typo.find("did you mean \"padded-rows-in-reduction\""), std::string::npos) << typo;
+  const std::string unknown = parse({"x"}, got);
+  EXPECT_NE(unknown.find("unknown regression \"x\""), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("gather-assumes-contiguous"), std::string::npos) << unknown;
 }
 
 TEST(ResultFileName, StaysInsideTheOutputFolder) {

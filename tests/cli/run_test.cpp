@@ -21,7 +21,7 @@ TEST_F(RunCommand, CleanScenarioExits0AndWritesTheResultAtomically) {
   // Default folder results/runs under the working directory; only the result, no temp file.
   ASSERT_EQ(files_under("results/runs"), std::vector<std::string>{"tiny.json"});
   json doc = json::parse(read_file(dir_ / "results/runs/tiny.json"));
-  EXPECT_EQ(doc["schema"], "kvcheck.result/1");
+  EXPECT_EQ(doc["schema"], "kvcheck.result/2");
   EXPECT_EQ(doc["scenario"], "tiny");
   EXPECT_EQ(doc["device"], "host");
   EXPECT_EQ(doc["verdict"], "clean");

@@ -83,6 +83,25 @@ TEST(BlockPool, ABlockCanBeBothReleasedAndNewlyAllocatedInOneStep) {
   EXPECT_TRUE(pool.take_newly_allocated().empty());
 }
 
+// Hybrid models take KV and state blocks from one pool; the pool remembers which group took a
+// new block, so the engine zeroes it through that group's views.
+TEST(BlockPool, NewBlocksAreReportedPerGroup) {
+  BlockPool pool(6, false);
+  EXPECT_EQ(pool.allocate(2, BlockGroup::kv), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(pool.allocate(1, BlockGroup::state), (std::vector<int32_t>{3}));
+  EXPECT_EQ(pool.allocate(1), (std::vector<int32_t>{4}));  // kv by default
+  EXPECT_EQ(pool.take_newly_allocated(BlockGroup::state), (std::vector<int32_t>{3}));
+  EXPECT_EQ(pool.take_newly_allocated(BlockGroup::kv), (std::vector<int32_t>{1, 2, 4}));
+  // A block taken by one group, freed and handed to the other before the take is reported once,
+  // under the group that holds it: its views are the ones that must be zeroed.
+  pool.free_blocks({3});
+  EXPECT_EQ(pool.allocate(1, BlockGroup::state), (std::vector<int32_t>{5}));
+  pool.free_blocks({5});
+  EXPECT_EQ(pool.allocate(2, BlockGroup::kv), (std::vector<int32_t>{3, 5}));
+  EXPECT_TRUE(pool.take_newly_allocated(BlockGroup::state).empty());
+  EXPECT_EQ(pool.take_newly_allocated(BlockGroup::kv), (std::vector<int32_t>{5, 3}));
+}
+
 TEST(BlockPool, RejectsDoubleFreesAndTheNullBlock) {
   BlockPool pool(4, true);
   pool.allocate(1);

@@ -23,7 +23,7 @@ TEST(DeviceCapacity, ACacheLargerThanTheFreeMemoryIsRefusedBeforeAllocation) {
   s.cache.num_blocks = 4096;  // 2 layers x 2 x 4096 x 16 x 2 x 16 x 2 bytes = 16 MiB
   SmallDevice small(1 << 20);
   try {
-    Engine e(s, small, RegressionSet{});
+    Engine e(s, small);
     FAIL() << "expected a DeviceError";
   } catch (const DeviceError& err) {
     const std::string what = err.what();
@@ -32,7 +32,7 @@ TEST(DeviceCapacity, ACacheLargerThanTheFreeMemoryIsRefusedBeforeAllocation) {
   }
   EXPECT_EQ(small.live_buffers(), 0u) << "nothing may stay allocated";
   SmallDevice roomy(size_t{1} << 30);
-  EXPECT_NO_THROW(Engine(s, roomy, RegressionSet{}));
+  EXPECT_NO_THROW(Engine(s, roomy));
 }
 
 }  // namespace

@@ -75,7 +75,16 @@ struct Sim {
     for (const Request* r : sched.running()) running_before.insert(r->id);
     SchedulerOutput out = sched.schedule(step_no);
     for (int32_t b : pool.take_released()) std::fill(kv[b].begin(), kv[b].end(), kPoisoned);
-    for (int32_t b : pool.take_newly_allocated()) std::fill(kv[b].begin(), kv[b].end(), kZeroed);
+    // The pool says which group took each new block: state blocks are exactly the running
+    // requests' state blocks, KV blocks never are.
+    std::set<int32_t> held_state;
+    for (const Request* r : sched.running())
+      if (r->state_block >= 0) held_state.insert(r->state_block);
+    for (BlockGroup g : {BlockGroup::kv, BlockGroup::state})
+      for (int32_t b : pool.take_newly_allocated(g)) {
+        EXPECT_EQ(held_state.count(b) == 1, g == BlockGroup::state) << "block " << b;
+        std::fill(kv[b].begin(), kv[b].end(), kZeroed);
+      }
     check_schedule(out, running_before);
     if (::testing::Test::HasFatalFailure()) return out;
     std::vector<int32_t> sampled(out.chunks.size(), -7);

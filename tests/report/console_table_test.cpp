@@ -103,7 +103,7 @@ TEST(ConsoleTable, StringStreamsAreNeverTerminals) {
 TEST(ConsoleTable, FailureLineNamesWhereAndWhat) {
   const std::string line = failure_line(*test::sample_result().first_failure);
   for (const char* part : {"epoch 2", "step 7", "request 3", "position 17", "layer 0", "head 1",
-                           "op paged_decode", "check nonfinite", "value nan", "padded"})
+                           "site decode (ops write_kv, paged_decode)", "check nonfinite", "value nan", "padded"})
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing from: " << line;
 
   Failure f = *test::sample_result().first_failure;

@@ -1,4 +1,4 @@
-// result_json_test.cpp — the "kvcheck.result/1" document: every field, nulls, non-finite numbers.
+// result_json_test.cpp — the "kvcheck.result/2" document: every field, nulls, non-finite numbers.
 #include "report/result_json.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ using nlohmann::json;
 TEST(ResultJson, TopLevelFields) {
   RunResult r = test::sample_result();
   json j = to_json(r);
-  EXPECT_EQ(j["schema"], "kvcheck.result/1");
+  EXPECT_EQ(j["schema"], "kvcheck.result/2");
   EXPECT_EQ(j["kvcheck_version"], kKvcheckVersion);
   EXPECT_EQ(j["scenario"], "sample");
   EXPECT_EQ(j["scenario_path"], "scenarios/sample.json");
@@ -85,7 +85,9 @@ TEST(ResultJson, FailureFields) {
   EXPECT_EQ(f["position"], 17);
   EXPECT_EQ(f["layer"], 0);
   EXPECT_EQ(f["head"], 1);
-  EXPECT_EQ(f["op"], "paged_decode");
+  EXPECT_EQ(f["site"], "decode");
+  EXPECT_EQ(f["ops"], json::array({"write_kv", "paged_decode"}));
+  EXPECT_FALSE(f.contains("op"));
   EXPECT_EQ(f["check"], "nonfinite");
   EXPECT_EQ(f["value"], "nan");
   EXPECT_DOUBLE_EQ(f["tolerance"].get<double>(), 0.02);

@@ -49,7 +49,7 @@ inline RunResult sample_result() {
   f.position = 17;
   f.layer = 0;
   f.head = 1;
-  f.op = "paged_decode";
+  f.site = CheckSite::decode;
   f.check = "nonfinite";
   f.value = std::numeric_limits<double>::quiet_NaN();
   f.tolerance = 0.02;

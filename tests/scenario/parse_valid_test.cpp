@@ -89,8 +89,8 @@ TEST(ParseScenario, FullScenarioSetsEveryField) {
   EXPECT_EQ(s.faults.padded_rows, PoisonPattern::inf);
   EXPECT_EQ(s.faults.unwritten_outputs, PoisonPattern::random_bits);
 
-  EXPECT_EQ(s.regressions,
-            (std::vector<std::string>{"new-blocks-not-zeroed", "padded-rows-in-reduction"}));
+  EXPECT_EQ(s.regressions, (RegressionSet{Regression::new_blocks_not_zeroed,
+                                           Regression::padded_rows_in_reduction}));
   EXPECT_TRUE(s.checks.nonfinite);
   EXPECT_FALSE(s.checks.drift);
   EXPECT_FALSE(s.checks.tokens);

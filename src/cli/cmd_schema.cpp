@@ -1,0 +1,66 @@
+// cmd_schema.cpp — `kvcheck schema KIND`: print the JSON Schema of one of kvcheck's formats, or
+// with --markdown README's table of its fields. Both are generated from the code (for scenarios,
+// the parser's field table), so the committed copies are regenerated with this command:
+//
+//   kvcheck schema scenario > scenarios/schema/scenario.schema.json
+//   kvcheck schema result > scenarios/schema/result.schema.json
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "report/result_schema.h"
+#include "scenario/schema_json.h"
+#include "scenario/schema_markdown.h"
+
+namespace kv::cli {
+namespace {
+
+// One format kvcheck reads or writes.
+struct SchemaKind {
+  const char* name;
+  const char* help;
+  std::string (*json)();      // the JSON Schema, exactly as committed
+  std::string (*markdown)();  // README's table of the fields; nullptr when there is none
+};
+
+const SchemaKind kKinds[] = {
+    {"scenario", "Scenario files (scenarios/schema/scenario.schema.json)", scenario_schema_text,
+     scenario_fields_markdown},
+    {"result", "Result documents of `kvcheck run` (scenarios/schema/result.schema.json)",
+     result_schema_text, nullptr},
+};
+
+}  // namespace
+
+Command add_schema_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "schema", "Print the JSON Schema of a kvcheck format, generated from the code");
+  app->require_subcommand(1);
+  auto markdown = std::make_shared<bool>(false);
+  std::vector<std::pair<CLI::App*, const SchemaKind*>> kinds;
+  for (const SchemaKind& k : kKinds) {
+    CLI::App* sub = app->add_subcommand(k.name, k.help);
+    if (k.markdown)
+      sub->add_flag("--markdown", *markdown,
+                    "Print README's table of the fields (Markdown) instead of the schema");
+    kinds.emplace_back(sub, &k);
+  }
+
+  auto action = [kinds, markdown]() {
+    for (const auto& [sub, kind] : kinds) {
+      if (!sub->parsed()) continue;
+      std::cout << (*markdown ? kind->markdown() : kind->json()) << std::flush;
+      return static_cast<int>(kExitOk);
+    }
+    return static_cast<int>(kExitBadInput);  // unreachable: require_subcommand(1)
+  };
+  return {app, action};
+}
+
+}  // namespace kv::cli

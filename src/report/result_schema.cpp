@@ -1,0 +1,153 @@
+// result_schema.cpp — the result document's schema, field by field in to_json's order.
+#include "report/result_schema.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "check/check_sites.h"
+#include "device/device_ops.h"
+#include "report/format.h"
+#include "report/result_json.h"
+#include "scenario/enum_names.h"
+#include "scenario/regressions.h"
+#include "scenario/schema_text.h"
+
+namespace kv {
+namespace {
+
+template <class Names>
+Json enum_of(const Names& names) {
+  Json e = Json::array();
+  for (const auto& n : names) e.push_back(std::string(n));
+  return Json{{"enum", e}};
+}
+
+Json described(std::string text, Json schema) {
+  Json out{{"description", std::move(text)}};
+  for (auto& [k, v] : schema.items()) out[k] = v;
+  return out;
+}
+
+Json integer(int64_t minimum) { return Json{{"type", "integer"}, {"minimum", minimum}}; }
+
+// Numbers that can be non-finite are written as the strings "nan", "inf", "-inf".
+Json number() { return Json{{"$ref", "#/$defs/number"}}; }
+
+template <class Table>
+std::vector<std::string> names_of(const Table& table) {
+  std::vector<std::string> names;
+  for (const auto& e : table) names.emplace_back(e.name);
+  return names;
+}
+
+Json object(Json properties, std::vector<std::string> optional = {}) {
+  Json required = Json::array();
+  for (const auto& [key, value] : properties.items())
+    if (std::find(optional.begin(), optional.end(), key) == optional.end()) required.push_back(key);
+  return Json{{"type", "object"},
+              {"additionalProperties", false},
+              {"required", required},
+              {"properties", std::move(properties)}};
+}
+
+Json failure_schema() {
+  std::vector<std::string> checks;
+  for (size_t i = 0; i < kNumCheckKinds; ++i)
+    checks.emplace_back(check_kind_name(static_cast<CheckKind>(i)));
+  Json ops = enum_of(names_of(all_device_ops()));
+  return described(
+      "The first output that failed a check, in the order the ops ran; null when none did.",
+      object(Json{
+          {"epoch", described("1-based.", integer(1))},
+          {"step", described("Step within the epoch, 0-based.", integer(0))},
+          {"request", described("Request id: its index in the workload.", integer(0))},
+          {"position", described("Token position within the request.", integer(0))},
+          {"layer", described("-1 where the check is not per layer (sampled_token).", integer(-1))},
+          {"head", described("-1 where the check is not per head.", integer(-1))},
+          {"site", described("The kind of row that failed (`kvcheck list`: check sites).",
+                             enum_of(names_of(all_check_sites())))},
+          {"ops", described("The ops whose output the site checks, in the order they run.",
+                            Json{{"type", "array"}, {"items", ops}, {"minItems", 1}})},
+          {"check", enum_of(checks)},
+          {"value", described("The error that failed, or \"nan\".", number())},
+          {"tolerance", described("0 for a non-finite check.", number())},
+          {"padded_batch", described("The step replayed a graph with padded rows.",
+                                     Json{{"type", "boolean"}})},
+          {"detail", Json{{"type", "string"}}},
+      }));
+}
+
+Json epoch_schema() {
+  return object(Json{
+      {"epoch", integer(1)},
+      {"requests", integer(0)},
+      {"checked_requests", described("Requests compared with the reference: all of them in full "
+                                     "mode, the sample's in sampled mode.",
+                                     integer(0))},
+      {"clean_requests", integer(0)},
+      {"clean_request_fraction", number()},
+      {"nonfinite_outputs", integer(0)},
+      {"max_rel_error", described("\"nan\" once a checked row was non-finite.", number())},
+      {"first_bad_step", Json{{"type", {"integer", "null"}}, {"minimum", 0}}},
+      {"steps", integer(0)},
+      {"graph_replays", integer(0)},
+      {"preemptions", integer(0)},
+      {"tokens", integer(0)},
+      {"prefix_hit_blocks", integer(0)},
+      {"blocks_allocated", integer(0)},
+      {"peak_cached_tokens", integer(0)},
+      {"seconds", number()},
+      {"check_seconds", described("Of which the reference and the checks.", number())},
+      {"forward_seconds", described("Of which the model's steps on the device.", number())},
+      {"zero_init_seconds", described("The zero-init mitigation's memsets; 0 when off.", number())},
+  });
+}
+
+}  // namespace
+
+std::string result_schema_text() {
+  Json regressions = enum_of(regression_names());
+  Json doc{
+      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
+      {"$id", "https://github.com/kvcheck/kvcheck/scenarios/schema/result.schema.json"},
+      {"title", std::string("kvcheck result document, ") + kResultSchema},
+      {"description",
+       "What one `kvcheck run` of one scenario found (`--out DIR/<name>.json`, or `--json`, "
+       "which prints an array when several scenarios ran). Generated by `kvcheck schema "
+       "result` from the check-site, op and regression tables. Version 2 renamed "
+       "first_failure.op to first_failure.site and added first_failure.ops."},
+  };
+  Json props{
+      {"schema", Json{{"const", kResultSchema}}},
+      {"kvcheck_version", Json{{"type", "string"}}},
+      {"scenario", described("The scenario's name.", Json{{"type", "string"}})},
+      {"scenario_path", Json{{"type", "string"}}},
+      {"device", described("Where the ops ran: host or cuda.", Json{{"type", "string"}})},
+      {"seed", integer(0)},
+      {"regressions", described("The regressions that were on, in registry order.",
+                                Json{{"type", "array"}, {"items", regressions},
+                                     {"uniqueItems", true}})},
+      {"expected", enum_of(names_of(kExpectationNames))},
+      {"verdict", enum_of(std::vector<std::string>{verdict_name(Verdict::clean),
+                                                   verdict_name(Verdict::corrupt)})},
+      {"meets_expectation", Json{{"type", "boolean"}}},
+      {"tolerance", described("The drift tolerance used.", number())},
+      {"reference_mode", enum_of(names_of(kReferenceModeNames))},
+      {"reference_sampled_requests",
+       described("Sampled mode only: requests checked against the reference per epoch.",
+                 integer(1))},
+      {"epochs", Json{{"type", "array"}, {"items", epoch_schema()}}},
+      {"first_failure", Json{{"oneOf", Json::array({Json{{"type", "null"}}, failure_schema()})}}},
+      {"seconds", number()},
+  };
+  Json body = object(std::move(props), {"reference_sampled_requests"});
+  for (auto& [k, v] : body.items()) doc[k] = v;
+  doc["$defs"] = Json{
+      {"number", described("A number, or a non-finite one as a string.",
+                           Json{{"anyOf", Json::array({Json{{"type", "number"}},
+                                                       enum_of(std::vector<std::string>{
+                                                           "nan", "inf", "-inf"})})}})}};
+  return schema_text(doc);
+}
+
+}  // namespace kv
