@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # bench-decode.sh OUTDIR [kvbench_decode options] — the paged-decode benchmark in one go on this
 # machine's GPU:
-#   1. build kvbench_decode with nvcc alone (no CMake, no spdlog/fmt/json packages: the GPU image
-#      need not have them) into build-bench/, only when a source is newer than the binary; the
-#      ptxas resource report (registers, spills) goes to OUTDIR/build.log and a SASS summary
-#      (16-byte loads, mma, local memory per kernel) to OUTDIR/sass-summary.txt;
+#   1. build kvbench_decode with CMake and nvcc alone (-DKVCHECK_BENCH_ONLY=ON: no spdlog/fmt/json/
+#      CLI11/GTest packages, the GPU image need not have them) into build-bench/; the ptxas
+#      resource report (registers, spills) goes to OUTDIR/build.log and a SASS summary (16-byte
+#      loads, mma, local memory per kernel) to OUTDIR/sass-summary.txt;
 #   2. kvbench_decode --check: every CUDA decode path against the host op (OUTDIR/check.log);
 #   3. kvbench_decode: copy bandwidth, GQA and MLA decode sweeps (OUTDIR/kvbench.log, .json);
 #   4. tests/bench/torch_decode.py: PyTorch SDPA / FlexAttention on the same shapes, same GPU,
 #      and the combined table OUTDIR/decode-bench.md, printed last.
 # Extra arguments go to the benchmark (e.g. --quick, --only gqa, --batches 1,64).
+# The build, by hand (what step 1 runs; the binary is build-bench/tests/bench/kvbench_decode):
+#   cmake -S . -B build-bench -G Ninja -DKVCHECK_BENCH_ONLY=ON -DCMAKE_BUILD_TYPE=Release
+#   cmake --build build-bench --target kvbench_decode
 # Environment: BENCH_PHASES (default "check bench torch"), BENCH_FLEX=all|some|none (default
 # some: FlexAttention compiles a kernel per shape), KVBENCH_BIN (use this binary, no build),
-# NVCC_ARCH (default sm_90), NVCC_EXTRA (more nvcc flags, e.g. -DKV_CP_ASYNC_L2_PREFETCH=256),
-# BENCH_BUILD (build folder under the repo, default build-bench: one per flag set).
+# BENCH_BUILD (build folder under the repo, default build-bench: one per set of CMake arguments),
+# BENCH_CMAKE_ARGS (more CMake arguments, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 or the diagnostic
+# build of scripts/gpu-sanitize.sh, -DKVCHECK_MLA_WGMMA_SYNC_HANDOFFS=ON: never for timings).
 # Exit status: 0 all passed; 1 the check or a benchmark configuration failed (tables still
 # written); 2 no GPU, build or usage failure.
 set -uo pipefail
@@ -23,53 +27,39 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
 phases="${BENCH_PHASES:-check bench torch}"
-arch="${NVCC_ARCH:-sm_90}"
 status=0
 
 nvidia-smi -L || { echo "bench-decode: no GPU visible (nvidia-smi failed)" >&2; exit 2; }
 
 # ---- 1. build ----
-bin="${KVBENCH_BIN:-$repo/${BENCH_BUILD:-build-bench}/kvbench_decode}"
+build="$repo/${BENCH_BUILD:-build-bench}"
+bin="${KVBENCH_BIN:-$build/tests/bench/kvbench_decode}"
 if [ -z "${KVBENCH_BIN:-}" ]; then
-  cd "$repo"
-  # The paged decode: the dispatcher paged_decode.cu and one decode_*.cu per path (and the merge).
-  srcs=(tests/bench/decode_bench.cu tests/bench/decode_runner.cu tests/bench/decode_check.cu
-        tests/bench/bench_fill.cu tests/bench/bench_report.cpp kernels/cuda/paged_decode.cu
-        kernels/cuda/decode_*.cu kernels/host/*.cpp src/engine/step_plan.cpp
-        src/engine/scheduler.cpp src/engine/block_pool.cpp)
-  deps=("${srcs[@]}" tests/bench/*.h kernels/*.cuh kernels/cuda/*.cuh kernels/cuda/*.h
-        kernels/host/*.h src/engine/*.h tests/kernels/kernel_test_support.h tests/support/*.h)
-  stale=0
-  [ -x "$bin" ] || stale=1
-  for f in "${deps[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
-  if [ "$stale" = 1 ]; then
-    echo "bench-decode: building $bin ($arch, $(nvcc --version | tail -1))"
-    objdir="$(dirname "$bin")/obj"
-    mkdir -p "$objdir"
-    rm -f "$objdir"/*.o
-    : > "$out/build.log"
-    pids=()
-    for f in "${srcs[@]}"; do
-      o="$objdir/$(echo "$f" | tr '/' '_').o"
-      # -Xptxas -v on the decode kernel files only: their report is the one that matters.
-      extra=(); [[ "$f" == kernels/cuda/* ]] && extra=(-Xptxas -v)
-      # wgmma exists only in sm_90a code (as in CMakeLists.txt: this file alone, whatever NVCC_ARCH).
-      archf=(-arch="$arch"); [[ "$f" == kernels/cuda/decode_mla_wgmma.cu ]] && archf=(-gencode=arch=compute_90a,code=sm_90a)
-      nvcc -std=c++20 -O3 "${archf[@]}" -I"$repo" -I"$repo/src" --expt-relaxed-constexpr \
-        -lineinfo -Xcompiler=-fno-fast-math ${NVCC_EXTRA:-} "${extra[@]}" -c "$f" -o "$o" >>"$out/build.log" 2>&1 &
-      pids+=($!)
-    done
-    for p in "${pids[@]}"; do wait "$p" || status=2; done
-    if [ "$status" = 0 ]; then
-      nvcc -arch="$arch" -o "$bin" "$objdir"/*.o >>"$out/build.log" 2>&1 || status=2
-    fi
-    if [ "$status" != 0 ]; then
-      echo "bench-decode: build failed; the last lines of $out/build.log:" >&2
-      tail -30 "$out/build.log" >&2
-      exit 2
-    fi
-    grep -E "spill|Used|Compiling entry" "$out/build.log" | sed 's/_ZN2kv4cuda[^ ]*decode/decode/' || true
+  echo "bench-decode: building $bin ($(nvcc --version 2>/dev/null | tail -1))"
+  # The diagnostic build is off unless BENCH_CMAKE_ARGS turns it on again: CMake keeps options in
+  # its cache, and a folder once configured with it must not time the diagnostic kernel later.
+  # shellcheck disable=SC2086  # BENCH_CMAKE_ARGS is a list of arguments
+  if ! { cmake -S "$repo" -B "$build" -G Ninja -DKVCHECK_BENCH_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+           -DKVCHECK_MLA_WGMMA_SYNC_HANDOFFS=OFF ${BENCH_CMAKE_ARGS:-} &&
+         cmake --build "$build" --target kvbench_decode; } > "$out/build.log" 2>&1; then
+    echo "bench-decode: build failed; the last lines of $out/build.log:" >&2
+    tail -30 "$out/build.log" >&2
+    exit 2
   fi
+  # ptxas reports only the files it compiles (ninja prints each file's report after its
+  # "[n/N] Building CUDA object OBJECT" line): keep each file's latest report in build-bench/ptxas/
+  # and append them all to OUTDIR/build.log, so that it covers every kernel after an incremental
+  # build too.
+  mkdir -p "$build/ptxas"
+  awk -v dir="$build/ptxas" '
+    /^\[[0-9]+\/[0-9]+\] Building CUDA object / { f = $NF; gsub("/", "_", f); f = dir "/" f ".log"
+                                                 printf "" > f; next }
+    /^\[[0-9]+\/[0-9]+\] / { f = ""; next }
+    f != "" && /^ptxas|bytes stack frame/ { print >> f }' "$out/build.log"
+  { echo "---- ptxas report, every CUDA file (its latest compile) ----"
+    cat "$build"/ptxas/*.log; } >> "$out/build.log" 2>/dev/null
+  cat "$build"/ptxas/*kernels_cuda_*decode*.log 2>/dev/null | grep -E "spill|Used|Compiling entry" |
+    sed 's/_ZN2kv4cuda[^ ]*decode/decode/' || true
 fi
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$bin" 2>/dev/null | awk '

@@ -12,8 +12,9 @@
 #   GPU_CHECK_ALLOW_NO_GPU=1  do not fail when no GPU is visible (a dry run of the script)
 #
 # What "gpu" covers (ctest -L gpu): test_gpu — every CUDA op against the host op on identical
-# inputs, and CudaDevice's memory, graph and error behaviour — and gpu-verdicts/<scenario>: each
-# scenario must exit with the same code on --device cuda as on --device host.
+# inputs, and CudaDevice's memory, graph and error behaviour —, gpu-verdicts/<scenario>: each
+# scenario must exit with the same code on --device cuda as on --device host, gpu-run/gpu/<name>:
+# the GPU-scale scenarios, and gpu-decode-check: `kvbench_decode --check`, every decode path.
 # Needs: CUDA 13 (nvcc on PATH or in /usr/local/cuda/bin), CMake >= 3.25, Ninja, g++, and the
 # packages of scripts/setup.sh. No network. Leaves GPU settings alone (only reads nvidia-smi).
 set -uo pipefail

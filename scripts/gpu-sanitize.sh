@@ -10,9 +10,9 @@
 #   --check (<builddir> is KVCHECK's folder). A non-zero exit of the check or an error from
 #   memcheck/initcheck/synccheck fails the script; racecheck's hazards are recorded and must all
 #   be in mla_wgmma's named-barrier hand-offs. Then a diagnostic build of kvbench_decode
-#   (KV_MLA_WGMMA_SYNC_HANDOFFS=1: every bar.arrive of those hand-offs made a bar.sync, built by
-#   scripts/bench-decode.sh into build-sanitize-sync/) must pass --check --path mla_wgmma under
-#   racecheck with 0 hazards (results/sanitizer.md).
+#   (KV_MLA_WGMMA_SYNC_HANDOFFS=1, CMake option KVCHECK_MLA_WGMMA_SYNC_HANDOFFS: every bar.arrive
+#   of those hand-offs made a bar.sync, built by scripts/bench-decode.sh into build-sanitize-sync/)
+#   must pass --check --path mla_wgmma under racecheck with 0 hazards (results/sanitizer.md).
 # probe: racecheck on <builddir>/tests/bench/racecheck_probe in each mode. race must report
 #   hazards (else racecheck is not seeing the probe), sync and epilogue-sync none, and every mode
 #   must exit 0; arrive and epilogue are recorded (hazards there are racecheck not modelling
@@ -146,19 +146,19 @@ if [[ $parts == *" decode "* ]]; then
     echo "| $tool | $report | $verdict |" >> "$summary"
   done
   # The same mla_wgmma data flow with every producer-side bar.arrive made a bar.sync
-  # (KV_MLA_WGMMA_SYNC_HANDOFFS, a diagnostic build made by bench-decode.sh): racecheck must
+  # (KV_MLA_WGMMA_SYNC_HANDOFFS, the diagnostic build, made by bench-decode.sh): racecheck must
   # report nothing there, so the hazards above are its blindness to bar.arrive, not races.
   diag="$logs/diag-build"
-  NVCC_EXTRA=-DKV_MLA_WGMMA_SYNC_HANDOFFS=1 BENCH_BUILD=build-sanitize-sync BENCH_PHASES=check \
-    "$repo/scripts/bench-decode.sh" "$diag" > "$logs/diag-build.log" 2>&1
+  BENCH_CMAKE_ARGS=-DKVCHECK_MLA_WGMMA_SYNC_HANDOFFS=ON BENCH_BUILD=build-sanitize-sync \
+    BENCH_PHASES=check "$repo/scripts/bench-decode.sh" "$diag" > "$logs/diag-build.log" 2>&1
   rc=$?
   if [ $rc -ne 0 ]; then
     echo "| racecheck, mla_wgmma with bar.sync hand-offs | build or check failed (exit $rc) | NOT MET |" >> "$summary"
     status=1
   else
     log="$logs/racecheck-kvbench_decode-sync-handoffs.log"
-    compute-sanitizer --tool racecheck "$repo/build-sanitize-sync/kvbench_decode" --check \
-      --path mla_wgmma > "$log" 2>&1
+    compute-sanitizer --tool racecheck "$repo/build-sanitize-sync/tests/bench/kvbench_decode" \
+      --check --path mla_wgmma > "$log" 2>&1
     rc=$?
     read -r n e w <<< "$(race_counts "$log")"
     verdict="exit $rc"; [ $rc -eq 0 ] && verdict="pass"

@@ -4,16 +4,17 @@
 // KVCHECK_DECODE_PATH=generic forces for a whole run.
 //
 // Reference: kernels/host/paged_decode.cpp (the spec). Split plan, masking and NaN rules shared by
-// every path: the header comment of kernels/cuda/paged_decode.cu. Built into kv_cuda by the
-// top-level CMakeLists (glob of kernels/cuda/*.cu); alone:
-//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/decode_generic.cu
+// every path: the header comment of kernels/cuda/paged_decode.cu. Built into kv_cuda_kernels by
+// the top-level CMakeLists (glob of kernels/cuda/*.cu); alone:
+//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c kernels/cuda/decode_generic.cu
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"
 #include "kernels/cuda/decode_launchers.h"
 
 namespace kv::cuda::decode_detail {
@@ -116,11 +117,11 @@ void launch_generic(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int vd = v_dim_of(a);
   const int64_t ctas = static_cast<int64_t>(a.num_rows) * a.max_splits * a.num_q_heads;
   const int smem = (a.cache.head_dim + a.cache.block_size) * static_cast<int>(sizeof(float));
-  if (smem > device_smem_optin())
+  if (smem > smem_optin())
     throw std::invalid_argument("cuda paged_decode: head_dim + block_size too large for the generic path");
   allow_smem<decode_generic_kernel>(smem);
-  launch_dependent(KV_DECODE_PDL, decode_generic_kernel, static_cast<unsigned>(ctas),
-                   kGenericThreads, smem, stream, a, vd);
+  launch_dependent(decode_generic_kernel, static_cast<unsigned>(ctas), kGenericThreads, smem,
+                   stream, a, vd);
   check_launch("decode_generic_kernel");
 }
 

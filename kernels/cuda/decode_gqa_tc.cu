@@ -15,9 +15,9 @@
 //
 // Reference: kernels/host/paged_decode.cpp (the spec). Split plan, masking and NaN rules shared by
 // every path: the header comment of kernels/cuda/paged_decode.cu; byte/flop floors and measured
-// bandwidth: results/decode-bench.md. Built into kv_cuda by the top-level CMakeLists (glob of
-// kernels/cuda/*.cu); alone (add -Xptxas -v for registers / spills):
-//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/decode_gqa_tc.cu
+// bandwidth: results/decode-bench.md. Built into kv_cuda_kernels by the top-level CMakeLists
+// (glob of kernels/cuda/*.cu); alone (add -Xptxas -v for registers / spills):
+//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c kernels/cuda/decode_gqa_tc.cu
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -25,7 +25,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"
 #include "kernels/cuda/decode_launchers.h"
 
 namespace kv::cuda::decode_detail {
@@ -53,19 +54,12 @@ namespace {
 
 // Shapes: <HD, 4> is the default (96 KB at head_dim 128, 2 CTAs per SM); <HD, 8> the wide one
 // (192 KB, 1 CTA per SM) for grids of at most one CTA per SM (launch_gqa; see the header comment).
-// KV_GQA_NARROW_WARPS / KV_GQA_STAGES: build-time experiment knobs (defaults 4 and 3).
-#ifndef KV_GQA_NARROW_WARPS
-#define KV_GQA_NARROW_WARPS 4
-#endif
-#ifndef KV_GQA_STAGES
-#define KV_GQA_STAGES 3
-#endif
-constexpr int kNarrowWarps = KV_GQA_NARROW_WARPS;
+constexpr int kNarrowWarps = 4;
 
 template <int HD, int W = kNarrowWarps>
 struct GqaCfg {
   static_assert(W == 2 || W == 4 || W == 8, "GQA fast path: 2, 4 or 8 warps");
-  static constexpr int kWarps = W, kThreads = kWarps * 32, kStages = KV_GQA_STAGES, kSub = 16;
+  static constexpr int kWarps = W, kThreads = kWarps * 32, kStages = 3, kSub = 16;
   static constexpr int kChunks = HD / 8;  // 16-byte chunks of a row
   static constexpr int kRowBytes = HD * 2;
   static constexpr int kTileBytes = kSub * kRowBytes;  // K (or V) of a sub-tile
@@ -309,8 +303,8 @@ template <int HD, int W>
 void launch_shape(const PagedDecodeArgs& a, int64_t ctas, int l2, cudaStream_t stream) {
   using C = GqaCfg<HD, W>;
   allow_smem<decode_gqa_kernel<HD, W>>(C::kSmem);
-  launch_dependent(KV_DECODE_PDL, decode_gqa_kernel<HD, W>, static_cast<unsigned>(ctas),
-                   C::kThreads, C::kSmem, stream, a, l2);
+  launch_dependent(decode_gqa_kernel<HD, W>, static_cast<unsigned>(ctas), C::kThreads, C::kSmem,
+                   stream, a, l2);
   check_launch("decode_gqa_kernel");
 }
 
@@ -329,22 +323,24 @@ bool gqa_ok(const PagedDecodeArgs& a, std::string* why) {
   if (!is_pow2(c.block_size)) return no("block size is not a power of two");
   if (!cache_aligned16(c, true)) return no("cache pointers/strides are not 16-byte aligned");
   const int need = c.head_dim == 128 ? GqaCfg<128>::kSmem : GqaCfg<64>::kSmem;
-  if (device_smem_optin() < need) return no("device shared memory too small");
+  if (smem_optin() < need) return no("device shared memory too small");
   return true;
 }
 
 void launch_gqa(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(a.num_rows) * a.max_splits * a.cache.num_kv_heads;
   const int l2 = log2_of(a.cache.block_size);
-  // At most one CTA per SM: the wide shape doubles the warps and bytes in flight of each SM.
-  const bool small = ctas <= device_sm_count();
+  // At most one CTA per SM: the wide shape doubles the warps and bytes in flight of each SM. An
+  // SM count that cannot be read (0) counts every grid as small, as it always has.
+  const int sms = sm_count();
+  const bool small = sms == 0 || ctas <= sms;
   if (a.cache.head_dim == 128) {
-    if (small && device_smem_optin() >= GqaCfg<128, 8>::kSmem)
+    if (small && smem_optin() >= GqaCfg<128, 8>::kSmem)
       launch_shape<128, 8>(a, ctas, l2, stream);
     else
       launch_shape<128, kNarrowWarps>(a, ctas, l2, stream);
   } else {
-    if (small && device_smem_optin() >= GqaCfg<64, 8>::kSmem)
+    if (small && smem_optin() >= GqaCfg<64, 8>::kSmem)
       launch_shape<64, 8>(a, ctas, l2, stream);
     else
       launch_shape<64, kNarrowWarps>(a, ctas, l2, stream);

@@ -8,8 +8,9 @@
 //   mla_tc   decode_mla_tc.cu    mla_ok, launch_mla
 //   mla_wgmma decode_mla_wgmma.cu mla_wgmma_ok, launch_mla_wgmma (sm_90a image only)
 //   merge    decode_merge.cu     launch_merge     (rows with 2 or more splits)
-// A launcher assumes validate() passed and its predicate said yes; it throws kv::DeviceError when
-// the launch fails. Predicates fill `why` (when not null) with the reason for a no.
+// A launcher assumes validate() passed and its predicate said yes; it throws kv::cuda::LaunchError
+// (launch_error.h) when the launch fails. Predicates fill `why` (when not null) with the reason
+// for a no.
 // The public entry points that choose a path by hand are in kernels/cuda/decode_path.h.
 #pragma once
 

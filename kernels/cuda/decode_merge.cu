@@ -10,17 +10,19 @@
 // partial_out not 16-byte aligned.
 //
 // A row with exactly one split was written straight to `out` by the decode kernel (StateSink in
-// decode_common.cuh), so the merge skips it, and is not launched at all when max_splits is 1.
+// decode_device.cuh), so the merge skips it, and is not launched at all when max_splits is 1.
 // Reference: merge_weights (kernels/attn_state.cuh) folded left as kernels/host/paged_decode.cpp
-// does. Built into kv_cuda by the top-level CMakeLists (glob of kernels/cuda/*.cu); alone:
-//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/decode_merge.cu
+// does. Built into kv_cuda_kernels by the top-level CMakeLists (glob of kernels/cuda/*.cu);
+// alone:
+//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c kernels/cuda/decode_merge.cu
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"
 #include "kernels/cuda/decode_launchers.h"
 
 namespace kv::cuda::decode_detail {
@@ -62,7 +64,7 @@ __device__ __forceinline__ void split_weights(const float* lse_sm, float* wsm, i
 constexpr int kMergeThreads = 128;
 
 // The merge is launched as a programmatic dependent of the decode kernel (sm_90: launch_dependent
-// in decode_common.cuh), so that its CTAs are scheduled while the decode grid drains; the partial
+// in decode_launch.h), so that its CTAs are scheduled while the decode grid drains; the partial
 // states may be read only after wait_for_prior_grids. It allows the next grid (the next decode)
 // the same at its start.
 
@@ -198,11 +200,11 @@ void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
     const int smem = ((a.max_splits + 3) & ~3) * static_cast<int>(sizeof(float)) +
                      kV2Threads * static_cast<int>(sizeof(float4));
     if (ctas > 0x7fffffff) throw std::invalid_argument("cuda paged_decode: merge grid too large");
-    if (smem > device_smem_optin())
+    if (smem > smem_optin())
       throw std::invalid_argument("cuda paged_decode: max_splits too large for the merge kernel");
     allow_smem<decode_merge_v2_kernel>(smem);
-    launch_dependent(true, decode_merge_v2_kernel, static_cast<unsigned>(ctas), kV2Threads, smem,
-                     stream, a, vd, slices);
+    launch_dependent(decode_merge_v2_kernel, static_cast<unsigned>(ctas), kV2Threads, smem, stream,
+                     a, vd, slices);
     check_launch("decode_merge_v2_kernel");
     return;
   }
@@ -211,11 +213,11 @@ void launch_merge(const PagedDecodeArgs& a, cudaStream_t stream) {
   // read up to 3 floats past ns (unused), which compute-sanitizer memcheck flags when the
   // allocation ends exactly at max_splits.
   const int smem = ((a.max_splits + 3) & ~3) * static_cast<int>(sizeof(float));
-  if (smem > device_smem_optin())
+  if (smem > smem_optin())
     throw std::invalid_argument("cuda paged_decode: max_splits too large for the merge kernel");
   allow_smem<decode_merge_kernel>(smem);
-  launch_dependent(true, decode_merge_kernel, static_cast<unsigned>(ctas), kMergeThreads, smem,
-                   stream, a, vd);
+  launch_dependent(decode_merge_kernel, static_cast<unsigned>(ctas), kMergeThreads, smem, stream,
+                   a, vd);
   check_launch("decode_merge_kernel");
 }
 

@@ -5,9 +5,9 @@
 //
 // Reference: kernels/host/paged_decode.cpp (the spec). Split plan, masking and NaN rules shared by
 // every path: the header comment of kernels/cuda/paged_decode.cu; byte/flop floors and measured
-// throughput: results/decode-bench.md. Built into kv_cuda by the top-level CMakeLists (glob of
-// kernels/cuda/*.cu); alone (add -Xptxas -v for registers / spills):
-//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/decode_mla_tc.cu
+// throughput: results/decode-bench.md. Built into kv_cuda_kernels by the top-level CMakeLists
+// (glob of kernels/cuda/*.cu); alone (add -Xptxas -v for registers / spills):
+//   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c kernels/cuda/decode_mla_tc.cu
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -16,7 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"
 #include "kernels/cuda/decode_launchers.h"
 
 namespace kv::cuda::decode_detail {
@@ -372,11 +373,11 @@ void launch_mla(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int l2 = log2_of(a.cache.block_size);
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_kernel<true>>(MlaCfg<true>::kSmem);
-    launch_dependent(KV_DECODE_PDL, decode_mla_kernel<true>, static_cast<unsigned>(ctas), 256,
-                     MlaCfg<true>::kSmem, stream, a, l2);
+    launch_dependent(decode_mla_kernel<true>, static_cast<unsigned>(ctas), 256, MlaCfg<true>::kSmem,
+                     stream, a, l2);
   } else {
     allow_smem<decode_mla_kernel<false>>(MlaCfg<false>::kSmem);
-    launch_dependent(KV_DECODE_PDL, decode_mla_kernel<false>, static_cast<unsigned>(ctas), 256,
+    launch_dependent(decode_mla_kernel<false>, static_cast<unsigned>(ctas), 256,
                      MlaCfg<false>::kSmem, stream, a, l2);
   }
   check_launch("decode_mla_kernel");

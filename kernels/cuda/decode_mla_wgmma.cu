@@ -6,10 +6,13 @@
 // every path: the header comment of kernels/cuda/paged_decode.cu; byte/flop floors: results/
 // decode-bench.md. Tile layouts, descriptors and GEMM chains: kernels/cuda/mla_wgmma_tiles.cuh,
 // checked on a GPU by tests/bench/wgmma_probe.cu; the loads, Q, the softmax and each warpgroup's
-// part of a tile: kernels/cuda/mla_wgmma_steps.cuh. Built into kv_cuda by the top-level CMakeLists as
-// its own object library, for sm_90a whatever CMAKE_CUDA_ARCHITECTURES says; alone:
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. -Isrc -Xptxas -v -c kernels/cuda/decode_mla_wgmma.cu
-// Built for anything but sm_90a the kernel body is compiled out and mla_wgmma_ok says no.
+// part of a tile: kernels/cuda/mla_wgmma_steps.cuh. Built into kv_cuda_kernels by the top-level
+// CMakeLists as its own object library, for sm_90a whatever CMAKE_CUDA_ARCHITECTURES says; alone
+// (from the repository root, FILE this file):
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. -Xptxas -v -c FILE
+// Built for anything but sm_90a the kernel body is compiled out and mla_wgmma_ok says no. One
+// diagnostic build exists, for compute-sanitizer racecheck: KV_MLA_WGMMA_SYNC_HANDOFFS=1 (CMake
+// option KVCHECK_MLA_WGMMA_SYNC_HANDOFFS; mla_wgmma_steps.cuh says what it changes).
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -18,30 +21,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#include <vector>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"
 #include "kernels/cuda/decode_launchers.h"
 #include "kernels/cuda/mla_wgmma_steps.cuh"
 #include "kernels/cuda/mla_wgmma_tiles.cuh"
 #include "kernels/cuda/tma.cuh"
-
-// KV_MLA_TMA=0 (a build-time switch for comparisons): bf16 tiles always come by cp.async.
-#ifndef KV_MLA_TMA
-#define KV_MLA_TMA 1
-#endif
-// KV_MLA_BULK_OUT=0 (for comparisons): O is stored element by element from the accumulators.
-#ifndef KV_MLA_BULK_OUT
-#define KV_MLA_BULK_OUT 1
-#endif
-// KV_MLA_Q_FIRST: 1 (default), the first two tiles are requested after Q is in place; 0, before
-// Q's loads; 2, tile 0 before and tile 1 after (results/decode-bench.md, fifth run).
-#ifndef KV_MLA_Q_FIRST
-#define KV_MLA_Q_FIRST 1
-#endif
 
 namespace kv::cuda::decode_detail {
 namespace {
@@ -50,37 +37,9 @@ namespace {
 // predicate reads it from the image the runtime loaded for the current GPU: that image is also the
 // one the kernel below comes from.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define KV_MLA_WGMMA_IMAGE 1
+__device__ int g_mla_wgmma_image = 1;
 #else
-#define KV_MLA_WGMMA_IMAGE 0
-#endif
-__device__ int g_mla_wgmma_image = KV_MLA_WGMMA_IMAGE;
-
-// KV_MLA_STAMPS=1 (a diagnostic build): each CTA of a launch records %globaltimer and clock64 at
-// the phase boundaries below into g_mla_stamps; the process prints a summary of the last launch
-// at exit (mla_stamp_report). Off by default: the stamps are global stores on the critical path.
-#ifndef KV_MLA_STAMPS
-#define KV_MLA_STAMPS 0
-#endif
-enum Stamp : int {
-  kStEntry, kStPlan, kStQ, kStTile0, kStWg0Loop, kStWg1Loop, kStFinSync, kStStores, kStClk0,
-  kStClkLoop, kStSm, kStTiles, kStEpiVals, kStEpiSync, kNumStamps
-};
-#if KV_MLA_STAMPS
-constexpr int kStampCtas = 4096;
-__device__ unsigned long long g_mla_stamps[kStampCtas][kNumStamps];
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-// Thread `lead` of the CTA writes stamp k (the current global time unless v is given).
-__device__ __forceinline__ void stamp(int k, int lead, long long v = -1) {
-  if (threadIdx.x == lead && blockIdx.x < kStampCtas)
-    g_mla_stamps[blockIdx.x][k] = v < 0 ? global_ns() : static_cast<unsigned long long>(v);
-}
-#else
-__device__ __forceinline__ void stamp(int, int, long long = -1) {}
+__device__ int g_mla_wgmma_image = 0;
 #endif
 
 // =================================================================================================
@@ -95,7 +54,7 @@ __device__ __forceinline__ void stamp(int, int, long long = -1) {}
 //   WG0: S = Q·K^T (36 x m64n64k16, Q and K from shared memory), the online softmax on the
 //        accumulators (a warp owns 16 whole rows: no cross-warp reduction), O[:, 0:256] += P·V
 //        issued (4 x m64n256k16, P from its registers, V MN-major), then P to shared memory for
-//        WG1 while that runs (KV_MLA_PV_FIRST, mla_wgmma_steps.cuh);
+//        WG1 while that runs (wg0_tile, mla_wgmma_steps.cuh);
 //   WG1: the loader (the tile after next, while WG0 computes this one), then O[:, 256:512] +=
 //        P·V with P from shared memory.
 // Each warpgroup owns 64 heads x 256 features of O: 128 float registers per thread.
@@ -128,12 +87,12 @@ __device__ __forceinline__ void stamp(int, int, long long = -1) {}
 // Tile t + 2 is loaded while WG0 computes tile t + 1. Every barrier has at most one arrival phase
 // outstanding by construction (argued per barrier in the loops below).
 //
-// Before and after the tiles (per-CTA stamps, KV_MLA_STAMPS, at 64 x 8k on an H200: ~1 us plan,
-// ~5 us Q, ~2.5 us to tile 0, 1.85 us per tile, ~4 us O): Q (147 KB of float32 per CTA) is read
-// with 18 loads of 32 bytes in flight per thread before any conversion, and before the first tiles
-// are requested, so that Q does not queue behind 144 KB of tiles while every SM starts at once
-// (Q took 12 us in a plain loop behind the tiles). O is scaled by one factor per row, staged in
-// the free K buffers and written by 2 KB bulk stores (the TMA engine) when rows are 16-byte
+// Before and after the tiles (timed per CTA by %globaltimer stamps, at 64 x 8k on an H200: ~1 us
+// plan, ~5 us Q, ~2.5 us to tile 0, 1.85 us per tile, ~4 us O): Q (147 KB of float32 per CTA) is
+// read with 18 loads of 32 bytes in flight per thread before any conversion, and before the first
+// tiles are requested, so that Q does not queue behind 144 KB of tiles while every SM starts at
+// once (Q took 12 us in a plain loop behind the tiles). O is scaled by one factor per row, staged
+// in the free K buffers and written by 2 KB bulk stores (the TMA engine) when rows are 16-byte
 // aligned: 128 scalar stores and divisions per thread took ~10 us.
 //
 // What the host does and this keeps: scores of entries outside [start, end) are -inf (their K never
@@ -178,8 +137,10 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
   static_assert(!(kFp8 && kTma), "the TMA loads are for the bf16 pipeline");
   allow_dependent_launch();
   wait_for_prior_grids();
-  stamp(kStEntry, 0);
-  stamp(kStClk0, 0, clock64());
+  // Two clock64 reads (here and after WG0's loop) remain from per-CTA timing stamps since removed:
+  // ptxas drops them, yet the code it generates for this kernel differs without them, and this
+  // code is the one measured in results/decode-bench.md. Remove both together, with a new A/B.
+  (void)clock64();
   using C = WgmmaCfg<kFp8>;
   constexpr int VD = C::VD;
   const PagedKv& c = a.cache;
@@ -188,7 +149,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
 
   const Split sp = read_split(a, row, s);
   if (finish_without_attention(a, sp, row, s, h0, nh, VD)) return;
-  stamp(kStPlan, 0);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_dyn[];
   uint8_t* smem = smem_dyn + ((1024u - (smem_u32(smem_dyn) & 1023u)) & 1023u);
@@ -222,8 +182,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     mbar_init(bar0 + 8, 1);
     fence_mbar_init();
   }
-  // Tile t (0 or 1) requested by WG1. Q_FIRST 0: both before Q is converted; 1: both after; 2:
-  // tile 0 before, tile 1 after.
+  // Tile t (0 or 1), requested by WG1 once Q is in place (why: the header comment above).
   auto load_first_tile = [&](int t) {
     if (wg != 1) return;
     if constexpr (kFp8) {
@@ -240,14 +199,11 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
       cp_async_commit();
     }
   };
-  if (KV_MLA_Q_FIRST != 1) load_first_tile(0);
-  if (KV_MLA_Q_FIRST == 0) load_first_tile(1);
   load_q<kFp8>(a, row, h0, nh, sQ, sQf, sQmul);
   fence_proxy_async();
   __syncthreads();  // Q and the score factors are ready
-  if (KV_MLA_Q_FIRST == 1) load_first_tile(0);
-  if (KV_MLA_Q_FIRST != 0) load_first_tile(1);
-  stamp(kStQ, 0);
+  load_first_tile(0);
+  load_first_tile(1);
 
   const float sl2[2] = {sQf[r0], sQf[r1]};
   float o[128];
@@ -262,7 +218,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
         if constexpr (kTma) {
           // Tile t's bytes have landed: phase t / 2 of buffer t % 2's mbarrier.
           mbar_wait(bar0 + 8 * (t & 1), (t >> 1) & 1);
-          if (t == 0) stamp(kStTile0, 0);
         } else {
           // KFull: WG1 arrives for t + 1 after syncing our PFull(t), which follows this sync
           // for t: one phase outstanding at a time.
@@ -274,16 +229,7 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
         // arrives only after it has synced here for t.
         if (t + 2 < n_tiles) handoff(kBarKFree + (t & 1));
       }
-      stamp(kStWg0Loop, 0);
-      stamp(kStClkLoop, 0, clock64());
-      stamp(kStTiles, 0, n_tiles);
-#if KV_MLA_STAMPS
-      if (threadIdx.x == 0 && blockIdx.x < kStampCtas) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
-        g_mla_stamps[blockIdx.x][kStSm] = sm;
-      }
-#endif
+      (void)clock64();  // see the kernel's first lines
     } else {
       if constexpr (!kTma) {
         cp_async_wait<1>();  // tile 0 (this thread's part)
@@ -317,7 +263,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
           }
         }
       }
-      stamp(kStWg1Loop, 128);
     }
   } else {
     uint8_t* k16 = smem + C::kOffK;
@@ -356,11 +301,10 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     }
   }
   __syncthreads();
-  stamp(kStFinSync, 0);
   // O leaves through shared memory (the K buffers are free: every tile was waited for, every
   // wgmma has completed) and the TMA engine, one 2 KB bulk store per head, when the destination
   // is 16-byte aligned; otherwise element by element from the accumulators.
-  const bool bulk = KV_MLA_BULK_OUT && out_is_16b_aligned(a, sp.num_splits);
+  const bool bulk = out_is_16b_aligned(a, sp.num_splits);
   float* sO = reinterpret_cast<float*>(smem + C::kOffK);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -391,11 +335,9 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
     }
     if (wg == 0 && q4 == 0) k.put_lse(lse);
   }
-  stamp(kStEpiVals, 0);
   if (bulk) {
     fence_proxy_async();  // the rows written above, visible to the TMA engine
     __syncthreads();
-    stamp(kStEpiSync, 0);
     if (tid < nh) {
       bulk_store(state_out(a, row, s, sp.num_splits, h0 + tid, VD),
                  smem_u32(sO + tid * C::kOPitch), VD * 4);
@@ -403,7 +345,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
       bulk_wait_read();  // shared memory must outlive the reads
     }
   }
-  stamp(kStStores, 0);
 #else
   __trap();  // not sm_90a code: mla_wgmma_ok never lets this image be launched
 #endif
@@ -462,60 +403,6 @@ const char* image_missing() {
   }
 }
 
-#if KV_MLA_STAMPS
-// The stamps of the last launch, summarised at exit: per phase, the CTAs' min / median / max in
-// microseconds (global timer, relative to the CTA's own entry unless said otherwise).
-unsigned g_stamp_ctas = 0;
-void mla_stamp_report() {
-  static unsigned long long h[kStampCtas][kNumStamps];
-  const unsigned n = std::min<unsigned>(g_stamp_ctas, kStampCtas);
-  if (n == 0 || cudaDeviceSynchronize() != cudaSuccess ||
-      cudaMemcpyFromSymbol(h, g_mla_stamps, sizeof h) != cudaSuccess) {
-    std::fprintf(stderr, "mla stamps: nothing to report\n");
-    return;
-  }
-  unsigned long long t0 = ~0ull, t1 = 0;
-  for (unsigned i = 0; i < n; ++i) {
-    t0 = std::min(t0, h[i][kStEntry]);
-    t1 = std::max(t1, h[i][kStStores]);
-  }
-  auto show = [&](const char* what, auto f) {
-    std::vector<double> v;
-    for (unsigned i = 0; i < n; ++i) v.push_back(f(h[i]));
-    std::sort(v.begin(), v.end());
-    std::fprintf(stderr, "mla stamps: %-34s min %9.2f  median %9.2f  max %9.2f\n", what, v[0],
-                 v[v.size() / 2], v.back());
-  };
-  auto us = [](unsigned long long a, unsigned long long b) {
-    return (double(b) - double(a)) * 1e-3;
-  };
-  std::fprintf(stderr, "mla stamps: %u CTAs, span entry -> last store issued %.2f us\n", n,
-               us(t0, t1));
-  show("entry (from the first entry)", [&](auto& r) { return us(t0, r[kStEntry]); });
-  show("plan read", [&](auto& r) { return us(r[kStEntry], r[kStPlan]); });
-  show("Q in shared memory", [&](auto& r) { return us(r[kStPlan], r[kStQ]); });
-  show("tile 0 landed (after Q)", [&](auto& r) { return us(r[kStQ], r[kStTile0]); });
-  show("WG0 loop (tile 0 in -> end)", [&](auto& r) { return us(r[kStTile0], r[kStWg0Loop]); });
-  show("WG0 loop per tile",
-       [&](auto& r) { return us(r[kStTile0], r[kStWg0Loop]) / double(r[kStTiles]); });
-  show("WG1 loop end - WG0 loop end", [&](auto& r) { return us(r[kStWg0Loop], r[kStWg1Loop]); });
-  show("finish sync (after WG0 loop)", [&](auto& r) { return us(r[kStWg0Loop], r[kStFinSync]); });
-  show("stores issued (after sync)", [&](auto& r) { return us(r[kStFinSync], r[kStStores]); });
-  show("  output values (after sync)", [&](auto& r) { return us(r[kStFinSync], r[kStEpiVals]); });
-  show("  bulk: sync (after values)", [&](auto& r) { return us(r[kStEpiVals], r[kStEpiSync]); });
-  show("  bulk: issue + read (after sync)",
-       [&](auto& r) { return us(r[kStEpiSync], r[kStStores]); });
-  show("total in CTA", [&](auto& r) { return us(r[kStEntry], r[kStStores]); });
-  show("end (from the first entry)", [&](auto& r) { return us(t0, r[kStStores]); });
-  show("clock64 entry -> loop end (kcycles)",
-       [&](auto& r) { return (double(r[kStClkLoop]) - double(r[kStClk0])) * 1e-3; });
-  std::vector<int> per_sm(256, 0);
-  for (unsigned i = 0; i < n; ++i) per_sm[h[i][kStSm] & 255]++;
-  int most = 0, used = 0;
-  for (int c : per_sm) most = std::max(most, c), used += c > 0;
-  std::fprintf(stderr, "mla stamps: %d SMs used, at most %d CTAs on one\n", used, most);
-}
-#endif
 
 }  // namespace
 
@@ -535,25 +422,20 @@ bool mla_wgmma_ok(const PagedDecodeArgs& a, std::string* why) {
 void launch_mla_wgmma(const PagedDecodeArgs& a, cudaStream_t stream) {
   const unsigned ctas = static_cast<unsigned>(head_block_grid(a, WgmmaCfg<false>::kHeads));
   const int l2 = log2_of(a.cache.block_size);
-#if KV_MLA_STAMPS
-  static bool registered = false;
-  if (!registered) registered = std::atexit(mla_stamp_report) == 0;
-  g_stamp_ctas = ctas;
-#endif
   CUtensorMap map{};  // unused by the cp.async instances
   if (a.cache.dtype == DType::fp8_e4m3) {
     allow_smem<decode_mla_wgmma_kernel<true, false>>(WgmmaCfg<true>::kSmem);
-    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<true, false>, ctas,
-                     WgmmaCfg<true>::kThreads, WgmmaCfg<true>::kSmem, stream, map, a, l2);
-  } else if (KV_MLA_TMA && a.cache.block_size >= 8 &&
+    launch_dependent(decode_mla_wgmma_kernel<true, false>, ctas, WgmmaCfg<true>::kThreads,
+                     WgmmaCfg<true>::kSmem, stream, map, a, l2);
+  } else if (a.cache.block_size >= 8 &&
              encode_cache_map(a.cache, std::min(a.cache.block_size, 64), &map)) {
     allow_smem<decode_mla_wgmma_kernel<false, true>>(WgmmaCfg<false>::kSmem);
-    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<false, true>, ctas,
-                     WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream, map, a, l2);
+    launch_dependent(decode_mla_wgmma_kernel<false, true>, ctas, WgmmaCfg<false>::kThreads,
+                     WgmmaCfg<false>::kSmem, stream, map, a, l2);
   } else {
     allow_smem<decode_mla_wgmma_kernel<false, false>>(WgmmaCfg<false>::kSmem);
-    launch_dependent(KV_DECODE_PDL, decode_mla_wgmma_kernel<false, false>, ctas,
-                     WgmmaCfg<false>::kThreads, WgmmaCfg<false>::kSmem, stream, map, a, l2);
+    launch_dependent(decode_mla_wgmma_kernel<false, false>, ctas, WgmmaCfg<false>::kThreads,
+                     WgmmaCfg<false>::kSmem, stream, map, a, l2);
   }
   check_launch("decode_mla_wgmma_kernel");
 }

@@ -12,30 +12,24 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cuda/device_attributes.h"
+
 namespace kv::cuda {
 
 inline constexpr int kThreads = 256;  // default block size: 8 warps
 
-// Multiprocessors of the current device, read once. cudaDeviceGetAttribute is not a stream
-// operation, so it is legal while a stream is being captured.
-inline int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) {
-      (void)cudaGetLastError();  // do not leave the failure for the next launch check to report
-      return 32;
-    }
-    return v;
-  }();
-  return n;
+// Multiprocessors to size grid-stride grids by: the current device's (device_attributes.h), or 32
+// when it cannot be read.
+inline int grid_sms() {
+  const int n = sm_count();
+  return n > 0 ? n : 32;
 }
 
 // Blocks for a grid-stride loop over n items: enough to fill the chip a few times over, never 0
 // (a zero-sized grid is a launch error; callers return early when there is no work at all).
 inline unsigned grid_for(int64_t n, int threads = kThreads) {
   const int64_t want = (n + threads - 1) / threads;
-  const int64_t cap = static_cast<int64_t>(sm_count()) * 16;
+  const int64_t cap = static_cast<int64_t>(grid_sms()) * 16;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, cap)));
 }
 

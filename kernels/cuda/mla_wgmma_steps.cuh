@@ -13,7 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/decode_common.cuh"
+#include "kernels/cuda/decode_device.cuh"
+#include "kernels/cuda/decode_launch.h"  // aligned16
 #include "kernels/cuda/mla_wgmma_tiles.cuh"
 #include "kernels/cuda/tma.cuh"
 
@@ -31,11 +32,13 @@ enum NamedBarrier : int { kBarKFull = 1, kBarPFull = 2, kBarPEmpty = 3, kBarKFre
 constexpr int kBarThreads = 256;
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
-// KV_MLA_WGMMA_SYNC_HANDOFFS (a diagnostic build, off by default): every producer-side
-// `bar.arrive` of the bf16 pipeline becomes a `bar.sync`, and WG1 takes KFree before KFull(t + 1)
-// so that the all-sync order cannot deadlock. compute-sanitizer racecheck does not model ordering
-// through `bar.arrive` (tests/bench/racecheck_probe.cu shows it on a minimal ping-pong); this
-// build lets it check the same data flow with orderings it does model (results/sanitizer.md).
+// KV_MLA_WGMMA_SYNC_HANDOFFS=1, the one diagnostic build of the decode kernels (off by default;
+// CMake option KVCHECK_MLA_WGMMA_SYNC_HANDOFFS, used by scripts/gpu-sanitize.sh): every
+// producer-side `bar.arrive` of the bf16 pipeline becomes a `bar.sync`, and WG1 takes KFree before
+// KFull(t + 1) so that the all-sync order cannot deadlock. compute-sanitizer racecheck does not
+// model ordering through `bar.arrive` (tests/bench/racecheck_probe.cu shows it on a minimal
+// ping-pong); this build lets it check the same data flow with orderings it does model
+// (results/sanitizer.md). Slower: never for measurements.
 #ifndef KV_MLA_WGMMA_SYNC_HANDOFFS
 #define KV_MLA_WGMMA_SYNC_HANDOFFS 0
 #endif
@@ -144,12 +147,6 @@ __device__ __forceinline__ void convert_tile(const uint8_t* raw, uint8_t* k16, i
   }
 }
 
-// KV_MLA_Q_BATCH (a build-time switch): loads of Q in flight per thread before converting (a
-// divisor of 18; 0: the plain loop below).
-#ifndef KV_MLA_Q_BATCH
-#define KV_MLA_Q_BATCH 18
-#endif
-
 // 8 features of q (lo, hi) times mul as one 16-byte chunk of the 16-bit Q tile.
 template <bool kFp8>
 __device__ __forceinline__ uint4 pack_q8(const float4& lo, const float4& hi, float mul) {
@@ -179,30 +176,26 @@ __device__ __forceinline__ void load_q(const PagedDecodeArgs& a, int row, int h0
     if (tid < C::kHeads) sQf[tid] = base;
   }
   const bool vec = aligned16(qrow);  // head rows are 2304 bytes
-  if (KV_MLA_Q_BATCH > 0 && vec) {
-    // Every load of a batch is issued before the first conversion (heads >= nh read head nh - 1
-    // and store zeros), so that a thread has KV_MLA_Q_BATCH x 32 bytes in flight.
+  if (vec) {
+    // Every load is issued before the first conversion (heads >= nh read head nh - 1 and store
+    // zeros), so that a thread has 18 x 32 bytes in flight.
     constexpr int kIters = C::kHeads * (C::HD / 8) / C::kThreads;  // 18
-    constexpr int kBatch = KV_MLA_Q_BATCH > 0 ? KV_MLA_Q_BATCH : 1;
-    static_assert(C::kHeads * (C::HD / 8) % C::kThreads == 0 && kIters % kBatch == 0, "batches");
+    static_assert(C::kHeads * (C::HD / 8) % C::kThreads == 0, "whole iterations");
+    float4 v[kIters][2];
 #pragma unroll
-    for (int b = 0; b < kIters; b += kBatch) {
-      float4 v[kBatch][2];
+    for (int k = 0; k < kIters; ++k) {
+      const int x = tid + k * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
+      const float4* src = reinterpret_cast<const float4*>(
+          qrow + static_cast<int64_t>(h0 + min(i, nh - 1)) * C::HD + ch * 8);
+      v[k][0] = __ldg(src);
+      v[k][1] = __ldg(src + 1);
+    }
 #pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const int x = tid + (b + k) * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
-        const float4* src = reinterpret_cast<const float4*>(
-            qrow + static_cast<int64_t>(h0 + min(i, nh - 1)) * C::HD + ch * 8);
-        v[k][0] = __ldg(src);
-        v[k][1] = __ldg(src + 1);
-      }
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const int x = tid + (b + k) * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
-        const uint4 w = i < nh ? pack_q8<kFp8>(v[k][0], v[k][1], kFp8 ? sQmul[i] : 1.0f)
-                               : make_uint4(0u, 0u, 0u, 0u);
-        *reinterpret_cast<uint4*>(sQ + sw128_chunk(i, ch)) = w;
-      }
+    for (int k = 0; k < kIters; ++k) {
+      const int x = tid + k * C::kThreads, i = x / (C::HD / 8), ch = x % (C::HD / 8);
+      const uint4 w = i < nh ? pack_q8<kFp8>(v[k][0], v[k][1], kFp8 ? sQmul[i] : 1.0f)
+                             : make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(sQ + sw128_chunk(i, ch)) = w;
     }
     return;
   }
@@ -363,16 +356,10 @@ __device__ __forceinline__ void wg0_issue_pv(float (&o)[128], uint32_t (&pa)[4][
   wgmma_commit();
 }
 
-// KV_MLA_PV_FIRST (a build-time switch): 1 (default), WG0 issues its P·V half before it publishes
-// P for WG1, so the tensor pipe starts on P·V while P goes through shared memory (the P store,
-// proxy fence and PFull take ~140 clocks, results/decode-bench.md, "MLA: the softmax and the P
-// hand-off"); 0, P is published first (the order before 2026-11-22's eighth run).
-#ifndef KV_MLA_PV_FIRST
-#define KV_MLA_PV_FIRST 1
-#endif
-
 // WG0's part of a tile, step after step: S, softmax, its half of P·V and P for WG1; returns after
-// its P·V half has completed.
+// its P·V half has completed. P·V is issued before P is published for WG1, so the tensor pipe
+// starts on P·V while P goes through shared memory (the P store, proxy fence and PFull take ~140
+// clocks, results/decode-bench.md, "MLA: the softmax and the P hand-off").
 template <bool kF16>
 __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (&d)[2],
                                          const float (&sl2)[2], uint32_t q_addr, uint32_t k_addr,
@@ -385,13 +372,8 @@ __device__ __forceinline__ void wg0_tile(float (&o)[128], float (&m)[2], float (
   uint32_t pa[4][4];
   float f[2];
   wg0_softmax<kF16>(sacc, m, d, sl2, tile_tok, sp, w, pa, f);
-  if (KV_MLA_PV_FIRST) {
-    wg0_issue_pv<kF16>(o, pa, f, k_addr);
-    wg0_publish_p(pa, f, sP, sScale, w, wait_p_empty);
-  } else {
-    wg0_publish_p(pa, f, sP, sScale, w, wait_p_empty);
-    wg0_issue_pv<kF16>(o, pa, f, k_addr);
-  }
+  wg0_issue_pv<kF16>(o, pa, f, k_addr);
+  wg0_publish_p(pa, f, sP, sScale, w, wait_p_empty);
   wgmma_wait<0>();
   fence_regs(o);
 }

@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/decode_common.cuh"  // pack2
+#include "kernels/cuda/decode_device.cuh"  // pack2
 
 namespace kv::cuda::decode_detail {
 

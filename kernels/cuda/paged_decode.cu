@@ -3,10 +3,10 @@
 // the kernels are in the files of their paths (below).
 //
 // Reference: kernels/host/paged_decode.cpp (the spec) and the PagedDecodeArgs comments of
-// kernels/op_args.cuh. Built into kv_cuda by the top-level CMakeLists (glob of kernels/cuda/*.cu);
-// alone: nvcc -std=c++20 -O3 -arch=sm_90 -I. -Isrc -c kernels/cuda/paged_decode.cu, and the same
-// for each decode_*.cu of the paths (add -Xptxas -v to see registers / spills, cuobjdump
-// --dump-sass for LDGSTS.128 and HMMA).
+// kernels/op_args.cuh. Built into kv_cuda_kernels by the top-level CMakeLists (glob of
+// kernels/cuda/*.cu); alone: nvcc -std=c++20 -O3 -arch=sm_90 -I. -c kernels/cuda/paged_decode.cu,
+// and the same for each decode_*.cu of the paths (add -Xptxas -v to see registers / spills,
+// cuobjdump --dump-sass for LDGSTS.128 and HMMA).
 //
 // What every path shares with the host, because it is what makes bugs visible:
 //   - tiles are cache blocks: scores of entries outside [start, end) of the split are -inf by
@@ -25,9 +25,10 @@
 //     be seen from the host here: such a row gets NaN in `out`, so a check catches it. A row with
 //     seq_len > 0 and 0 splits gets zeros, as the host's empty merge writes.
 //
-// Three decode paths, chosen at launch from the descriptor (kv::cuda::paged_decode_path forces
-// one; KVCHECK_DECODE_PATH=generic in the environment forces the simple one for a whole run). The
-// file of each says how it works and why; the helpers they share are in decode_common.cuh:
+// Four decode paths, chosen at launch from the descriptor (kv::cuda::paged_decode_path forces
+// one; KVCHECK_DECODE_PATH=generic in the environment forces the simple one for a whole run,
+// decode_path_env.h). The file of each says how it works and why; what they share is in
+// decode_device.cuh (device code) and decode_launch.h (their launchers' host side):
 //   generic  decode_generic.cu: any dtype, head_dim <= 1024, any block size, layout, GQA ratio;
 //            CTA = (row, split, q head), float32 like the host, obviously right, not fast;
 //   gqa_tc   decode_gqa_tc.cu: bf16, head_dim 64/128, v_dim = head_dim, up to 8 q heads per kv
@@ -43,23 +44,15 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/decode_common.cuh"  // v_dim_of
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/decode_launch.h"  // v_dim_of
 #include "kernels/cuda/decode_launchers.h"
 #include "kernels/cuda/decode_path.h"
+#include "kernels/cuda/decode_path_env.h"
 #include "kernels/op_args.cuh"
-
-#if __has_include("kernels/cuda/cuda_ops.h")
-#include "kernels/cuda/cuda_ops.h"
-#else
-namespace kv::cuda {
-// The declaration of kernels/cuda/cuda_ops.h, for a tree that does not have that header.
-void paged_decode(const PagedDecodeArgs& a, cudaStream_t stream);
-}  // namespace kv::cuda
-#endif
 
 namespace kv::cuda {
 
@@ -82,12 +75,23 @@ void validate(const PagedDecodeArgs& a) {
     bad("v_dim above " + std::to_string(decode_detail::kMaxHeadDim) + " is not supported");
 }
 
-DecodePath env_default_path() {
-  static const DecodePath p = [] {
-    const char* e = std::getenv("KVCHECK_DECODE_PATH");
-    return (e && std::strcmp(e, "generic") == 0) ? DecodePath::generic : DecodePath::automatic;
+// The path KVCHECK_DECODE_PATH asks for, read once, and the error for a value it cannot take.
+// Programs check the variable at start-up (decode_path_env.h); one that did not gets that error
+// from paged_decode rather than a silent automatic choice.
+struct EnvPath {
+  DecodePath path = DecodePath::automatic;
+  std::string error;
+};
+
+const EnvPath& env_path() {
+  static const EnvPath e = [] {
+    const char* v = std::getenv(kDecodePathEnv);
+    EnvPath r;
+    if (parse_decode_path_env(v) == DecodePathEnv::generic) r.path = DecodePath::generic;
+    r.error = decode_path_env_error(v).value_or("");
+    return r;
   }();
-  return p;
+  return e;
 }
 
 }  // namespace
@@ -141,7 +145,9 @@ void paged_decode_path(const PagedDecodeArgs& a, DecodePath path, cudaStream_t s
 }
 
 void paged_decode(const PagedDecodeArgs& a, cudaStream_t stream) {
-  paged_decode_path(a, env_default_path(), stream);
+  const EnvPath& e = env_path();
+  if (!e.error.empty()) throw std::invalid_argument("cuda paged_decode: " + e.error);
+  paged_decode_path(a, e.path, stream);
 }
 
 }  // namespace kv::cuda

@@ -20,15 +20,6 @@
 
 #include "kernels/paged_kv.cuh"
 
-// Build-time switches for comparisons: the map's L2 promotion, and an evict-first L2 policy on
-// the loads (FlashMLA reports better L2 hit rates with it).
-#ifndef KV_TMA_L2_PROMOTION
-#define KV_TMA_L2_PROMOTION CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-#endif
-#ifndef KV_TMA_EVICT_FIRST
-#define KV_TMA_EVICT_FIRST 0
-#endif
-
 namespace kv::cuda::decode_detail {
 
 // A map over `c`'s K (bf16) with boxes of 64 features x `rows` entries; false (and `map`
@@ -57,7 +48,8 @@ inline bool encode_cache_map(const PagedKv& c, int rows, CUtensorMap* map) {
   const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(rows), 1, 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, c.k, dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, KV_TMA_L2_PROMOTION,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -90,21 +82,11 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // `bar`. `map` is the address of a __grid_constant__ kernel parameter.
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
                                             int c0, int c1, int c2, int c3) {
-#if KV_TMA_EVICT_FIRST
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(pol)
-      : "memory");
-#else
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
-#endif
 }
 
 // `bytes` (a multiple of 16) from shared memory at `src` to global memory at `dst` (16-byte

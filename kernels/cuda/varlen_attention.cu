@@ -117,7 +117,7 @@ void varlen_attention(const VarlenAttnArgs& a, cudaStream_t stream) {
                                 " is not a multiple of num_kv_heads " +
                                 std::to_string(a.num_kv_heads));
   const unsigned gy = static_cast<unsigned>(std::min<int32_t>(a.num_seqs, 65535));
-  const int64_t ctas_wanted = static_cast<int64_t>(sm_count()) * 8;
+  const int64_t ctas_wanted = static_cast<int64_t>(grid_sms()) * 8;
   const int64_t per_slice = static_cast<int64_t>(a.num_q_heads) * gy;
   const unsigned gz =
       static_cast<unsigned>(std::clamp<int64_t>((ctas_wanted + per_slice - 1) / per_slice, 1, 1024));

@@ -1,6 +1,7 @@
 // decode_bench.cu — kvbench_decode: the CUDA paged decode against the device's own copy
 // bandwidth, and `--check`, its correctness against the host op. Built by tests/bench/CMakeLists.txt
-// (target kvbench_decode, CUDA builds only); run by scripts/bench-decode.sh.
+// (target kvbench_decode: a CUDA build, or -DKVCHECK_BENCH_ONLY=ON for it and its tools alone);
+// run by scripts/bench-decode.sh, and `--check` by ctest (gpu-decode-check).
 //
 //   kvbench_decode [--json FILE] [--batches 1,16,64,128] [--contexts 1024,8192,32768]
 //                  [--splits 1,2,4,...] [--only gqa|mla]
@@ -14,8 +15,9 @@
 // decode, 32 q / 8 kv heads, head_dim 128, bf16, block 16; (c) MLA decode, 128 q heads, latent
 // 512 + rope 64, bf16 and fp8 — each over batch x context, with a max_splits sweep (the engine's
 // split rule) and a correctness check against the generic path first. Prints a markdown table
-// (last) and writes the JSON file. Exit status: 0 when every configuration ran and matched, 1
-// when one failed, 2 on a usage error.
+// (last) and writes the JSON file. Exit status: 0 when every configuration ran and matched (or
+// every check passed), 1 when one failed, 2 on a usage error, 77 when no GPU is visible (ctest's
+// skip code: --check is the GPU test gpu-decode-check, which skips on a host-only machine).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -224,7 +226,22 @@ std::vector<DecodeShape> shapes(const Options& o) {
   return v;
 }
 
+// Whether the CUDA runtime sees a GPU; false also without a driver (cudaGetDeviceCount then fails
+// with cudaErrorNoDevice, cudaErrorInsufficientDriver, ...).
+bool gpu_visible() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
 int run(const Options& o) {
+  if (!gpu_visible()) {
+    std::fprintf(stderr, "kvbench_decode: no CUDA GPU visible: nothing run (exit 77, skipped)\n");
+    return 77;
+  }
   if (o.check) return run_decode_check(o.seed, o.verbose, o.run.path) == 0 ? 0 : 1;
 
   DeviceInfo dev = device_info();

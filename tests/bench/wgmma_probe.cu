@@ -4,7 +4,7 @@
 //
 // Built by CUDA builds as <build>/tests/bench/wgmma_probe (sm_90a whatever CMAKE_CUDA_ARCHITECTURES
 // says), or alone from the repository root; run on an H100/H200 (wgmma is sm_90a only):
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. -Isrc tests/bench/wgmma_probe.cu -o wgmma_probe
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tests/bench/wgmma_probe.cu -o wgmma_probe
 //   ./wgmma_probe
 // Exit status 0: every check PASS; 1: a check FAILED; 2: no compute capability 9.0 GPU.
 //

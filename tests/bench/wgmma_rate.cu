@@ -6,7 +6,7 @@
 //
 // Built by CUDA builds as <build>/tests/bench/wgmma_rate (sm_90a whatever CMAKE_CUDA_ARCHITECTURES
 // says), or alone from the repository root; run on an H100/H200 (wgmma is sm_90a only):
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. -Isrc tests/bench/wgmma_rate.cu -o wgmma_rate
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tests/bench/wgmma_rate.cu -o wgmma_rate
 //   ./wgmma_rate
 // Exit status 0: measured; 1: a CUDA error; 2: no compute capability 9.0 GPU.
 //

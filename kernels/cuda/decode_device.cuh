@@ -1,15 +1,12 @@
-// decode_common.cuh — what the CUDA paged-decode paths share: reading the device-side split plan,
-// where a finished split state goes, the PTX wrappers of the tensor-core paths (cp.async,
-// ldmatrix, mma.sync), and the host helpers of their launchers (shared-memory opt-in, alignment
-// and power-of-two checks, launch errors).
+// decode_device.cuh — the device code that the CUDA paged-decode paths share: reading the
+// device-side split plan, where a finished split state goes, the programmatic-launch waits, and
+// the PTX wrappers of the tensor-core paths (cp.async, ldmatrix, mma.sync). The host side of their
+// launchers is decode_launch.h.
 //
-// Included by the decode files of kernels/cuda (paged_decode.cu and decode_*.cu), nvcc only; it
-// is built with each of them (kv_cuda, the top-level CMakeLists' glob of kernels/cuda/*.cu, or
-// scripts/bench-decode.sh's nvcc lines). Its names live in kv::cuda::decode_detail rather than an
-// anonymous namespace because several .cu files include it and each path's launcher is called
-// from paged_decode.cu: device functions are __forceinline__ and host functions inline, so every
-// file's copy is the same entity, and allow_smem's per-device "already granted" table and
-// device_attribute's per-device caches are one object for the whole library.
+// Included by the decode kernel files of kernels/cuda (decode_*.cu), nvcc only; it is built with
+// each of them (kv_cuda_kernels, the top-level CMakeLists' glob of kernels/cuda/*.cu). Its names
+// live in kv::cuda::decode_detail rather than an anonymous namespace because several .cu files
+// include it: every function is __forceinline__, so every file's copy is the same entity.
 //
 // Why the split plan is read on the device, why a padded row writes nothing and why a broken plan
 // gives NaN: the header comment of kernels/cuda/paged_decode.cu.
@@ -19,22 +16,15 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <string>
 
-#include "device/device.h"  // kv::DeviceError
 #include "kernels/attn_state.cuh"
 #include "kernels/op_args.cuh"
 #include "kernels/paged_kv.cuh"
 
 namespace kv::cuda::decode_detail {
-
-// =================================================================================================
-// Device helpers: the split plan, where a finished state goes, PTX wrappers
-// =================================================================================================
 
 // What the CTA of (row, split) has to do, read from the device-side plan exactly as the host op
 // reads it. `fill_zero` / `fill_nan` are done by the split-0 CTA of a row only.
@@ -167,10 +157,9 @@ __device__ __forceinline__ HeadBlockCta head_block_cta(const PagedDecodeArgs& a,
   return t;
 }
 
-// A kernel launched by launch_dependent (below)
-// may start while the grids before it in the stream still run, and reads nothing they write
-// before this wait, which returns once they have completed and their writes are visible (at once
-// when the launch was an ordinary one).
+// A kernel launched by launch_dependent (decode_launch.h) may start while the grids before it in
+// the stream still run, and reads nothing they write before this wait, which returns once they
+// have completed and their writes are visible (at once when the launch was an ordinary one).
 __device__ __forceinline__ void wait_for_prior_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -215,25 +204,10 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 
 // 16-byte global -> shared copy that bypasses L1; `present` false writes 16 zero bytes and reads
 // nothing (the source address must still be a valid one).
-// KV_CP_ASYNC_L2_PREFETCH (build-time experiment knob, 0 by default): 128 or 256 adds the
-// .L2::128B / .L2::256B prefetch-size hint to every cache copy.
-#ifndef KV_CP_ASYNC_L2_PREFETCH
-#define KV_CP_ASYNC_L2_PREFETCH 0
-#endif
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool present) {
   const int n = present ? 16 : 0;
-#if KV_CP_ASYNC_L2_PREFETCH == 256
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(n)
-               : "memory");
-#elif KV_CP_ASYNC_L2_PREFETCH == 128
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(n)
-               : "memory");
-#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n)
                : "memory");
-#endif
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -299,143 +273,6 @@ __device__ __forceinline__ void split_bf16(float x, float& hi, float& lo) {
 // cp.async phase writes, fall in 8 different bank groups. row_bytes must be a multiple of 128.
 __device__ __forceinline__ uint32_t swz(int r, int ch, int row_bytes) {
   return static_cast<uint32_t>(r * row_bytes + ((ch ^ (r & 7)) << 4));
-}
-
-// =================================================================================================
-// Host helpers of the launchers
-// =================================================================================================
-
-inline void check_launch(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw DeviceError(std::string("cuda paged_decode: ") + what + " launch failed: " +
-                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-
-inline constexpr int kMaxDevices = 64;
-
-inline int current_device() {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) (void)cudaGetLastError();
-  return dev >= 0 && dev < kMaxDevices ? dev : 0;
-}
-
-// Attribute A of the current device, read once per device; `fallback` when it cannot be read (or
-// reads as <= 0), not cached, so that a later call tries again.
-template <cudaDeviceAttr A>
-inline int device_attribute(int fallback) {
-  static std::atomic<int> cached[kMaxDevices] = {};
-  const int dev = current_device();
-  int v = cached[dev].load(std::memory_order_relaxed);
-  if (v > 0) return v;
-  if (cudaDeviceGetAttribute(&v, A, dev) != cudaSuccess || v <= 0) {
-    (void)cudaGetLastError();
-    return fallback;
-  }
-  cached[dev].store(v, std::memory_order_relaxed);
-  return v;
-}
-// The opt-in shared memory per block (unknown: the 48 KB every device has).
-inline int device_smem_optin() {
-  return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024);
-}
-// The number of SMs (unknown: so many that no grid counts as "small").
-inline int device_sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(1 << 30); }
-
-inline bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-inline int log2_of(int64_t x) {
-  int l = 0;
-  while ((int64_t{1} << l) < x) ++l;
-  return l;
-}
-__host__ __device__ inline bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
-
-inline int v_dim_of(const PagedDecodeArgs& a) { return a.v_dim == 0 ? a.cache.head_dim : a.v_dim; }
-
-// KV_DECODE_PDL=0 (for comparisons): the decode kernels are launched in plain stream order instead
-// of as programmatic dependents of the grid before them (the merge always is).
-#ifndef KV_DECODE_PDL
-#define KV_DECODE_PDL 1
-#endif
-
-// kernel<<<ctas, threads, smem, stream>>>(args...), as a programmatic dependent launch when
-// `programmatic` and the device has compute capability >= 9.0 (plain stream order otherwise): the
-// kernel's CTAs may be scheduled as soon as every CTA of the grid before it has called
-// allow_dependent_launch (or exited), and must call wait_for_prior_grids before reading anything
-// that grid, or any grid before it, writes. The launch error is left for check_launch.
-template <typename... P, typename... A>
-void launch_dependent(bool programmatic, void (*kernel)(P...), unsigned ctas, int threads,
-                      int smem, cudaStream_t stream, A... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(ctas);
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  if (programmatic && device_attribute<cudaDevAttrComputeCapabilityMajor>(0) >= 9) {
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-  (void)cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
-// Raises kernel K's dynamic shared-memory limit to at least `bytes` on the current device, once
-// per device and size (a function attribute, not a stream operation: legal while a graph is being
-// captured).
-template <auto K>
-void allow_smem(int bytes) {
-  if (bytes <= 48 * 1024) return;
-  static std::atomic<int> granted[kMaxDevices] = {};
-  std::atomic<int>& g = granted[current_device()];
-  if (g.load(std::memory_order_relaxed) >= bytes) return;
-  if (cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
-    const cudaError_t e = cudaGetLastError();
-    throw DeviceError(std::string("cuda paged_decode: cannot raise shared memory to ") +
-                      std::to_string(bytes) + " bytes: " + cudaGetErrorString(e));
-  }
-  g.store(bytes, std::memory_order_relaxed);
-}
-
-inline bool cache_aligned16(const PagedKv& c, bool check_v) {
-  const int64_t es = dtype_size(c.dtype);
-  auto ok = [&](const void* p, int64_t sb, int64_t st, int64_t sh) {
-    return aligned16(p) && (sb * es) % 16 == 0 && (st * es) % 16 == 0 && (sh * es) % 16 == 0;
-  };
-  return ok(c.k, c.k_stride_block, c.k_stride_token, c.k_stride_head) &&
-         (!check_v || ok(c.v, c.v_stride_block, c.v_stride_token, c.v_stride_head));
-}
-
-// What both MLA paths (mla_tc, mla_wgmma) need of the descriptor: head_dim 576 with v_dim 512,
-// V the latent K itself, a bf16 or fp8 cache, power-of-two blocks, 16-byte alignment, and `smem`
-// bytes of opt-in shared memory. On false, *why (when given) says what is missing.
-inline bool mla_descriptor_ok(const PagedDecodeArgs& a, int smem, std::string* why) {
-  const PagedKv& c = a.cache;
-  auto no = [&](const char* r) {
-    if (why) *why = r;
-    return false;
-  };
-  if (c.dtype != DType::bf16 && c.dtype != DType::fp8_e4m3)
-    return no("cache dtype is not bf16/fp8");
-  if (c.head_dim != 576 || v_dim_of(a) != 512) return no("not head_dim 576 with v_dim 512");
-  if (c.v != c.k || c.v_stride_block != c.k_stride_block || c.v_stride_token != c.k_stride_token ||
-      c.v_stride_head != c.k_stride_head)
-    return no("V is not the latent K (cache.v != cache.k or different strides)");
-  if (!is_pow2(c.block_size)) return no("block size is not a power of two");
-  if (!cache_aligned16(c, false)) return no("cache pointer/strides are not 16-byte aligned");
-  if (device_smem_optin() < smem) return no("device shared memory below 227 KB");
-  return true;
-}
-
-// CTAs of a grid of (row, split, kv head, block of `heads` q heads), the order head_block_cta
-// decodes.
-inline int64_t head_block_grid(const PagedDecodeArgs& a, int heads) {
-  const int G = a.num_q_heads / a.cache.num_kv_heads;
-  const int64_t nhb = (G + heads - 1) / heads;
-  return static_cast<int64_t>(a.num_rows) * a.max_splits * a.cache.num_kv_heads * nhb;
 }
 
 }  // namespace kv::cuda::decode_detail
