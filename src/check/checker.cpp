@@ -67,20 +67,11 @@ void Checker::fail(const Where& w, CheckKind check, double value, double tol,
   request_bad_.at(w.request) = 1;
   if (!stats_.first_bad_step) stats_.first_bad_step = w.step;
   if (first_failure_) return;
-  Failure f;
-  f.epoch = epoch_;
-  f.step = w.step;
-  f.request = w.request;
-  f.position = w.position;
-  f.layer = w.layer;
-  f.head = w.head;
-  f.site = w.site;
-  f.check = check_kind_name(check);
-  f.value = value;
-  f.tolerance = tol;
-  f.padded_batch = w.padded;
-  f.detail = std::move(detail);
-  first_failure_ = std::move(f);
+  first_failure_ = Failure{.epoch = epoch_, .step = w.step, .request = w.request,
+                           .position = w.position, .layer = w.layer, .head = w.head,
+                           .site = w.site, .check = std::string(check_kind_name(check)),
+                           .value = value, .tolerance = tol, .padded_batch = w.padded,
+                           .detail = std::move(detail)};
 }
 
 void Checker::record_nonfinite(const Where& w, const char* what) {

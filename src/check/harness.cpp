@@ -46,17 +46,9 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
           check_seconds += seconds_since(t_check);
         });
     EpochStats st = checker.end_epoch(requests);
-    st.steps = c.steps;
-    st.graph_replays = c.graph_replays;
-    st.preemptions = c.preemptions;
-    st.tokens = c.tokens;
-    st.prefix_hit_blocks = c.prefix_hit_blocks;
-    st.blocks_allocated = c.blocks_allocated;
-    st.peak_cached_tokens = c.peak_cached_tokens;
+    static_cast<EpochCounters&>(st) = c;
     st.seconds = seconds_since(t_epoch);
     st.check_seconds = check_seconds;
-    st.forward_seconds = c.forward_seconds;
-    st.zero_init_seconds = c.zero_init_seconds;
     spdlog::debug("epoch {}: {} steps, {} tokens, {} blocks allocated, clean {}/{}", epoch, st.steps,
                   st.tokens, st.blocks_allocated, st.clean_requests, st.requests);
     if (hooks.on_epoch) hooks.on_epoch(st);

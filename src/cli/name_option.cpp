@@ -27,7 +27,8 @@ CLI::Validator name_of(std::vector<std::pair<std::string, int>> table, std::stri
 
 CLI::Validator regression_name() {
   std::vector<std::pair<std::string, int>> table;
-  for (const auto& r : all_regressions()) table.emplace_back(std::string(r.name), static_cast<int>(r.id));
+  for (const auto& r : all_regressions())
+    table.emplace_back(std::string(r.name), static_cast<int>(r.id));
   return name_of(std::move(table), "regression");
 }
 

@@ -13,6 +13,7 @@
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
+#include "kernels/cuda/decode_path_env.h"
 #include "report/atomic_write.h"
 #include "report/console_table.h"
 #include "report/format.h"
@@ -57,11 +58,17 @@ HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs) {
   return hooks;
 }
 
-// Validation only: every file parsed and every override checked, nothing run.
+// Validation only: every file parsed, every override and path-selecting environment variable
+// checked, nothing run.
 bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
+  bool ok = true;
+  if (auto error = cuda::decode_path_env_error()) {  // read by the CUDA device, checked here too
+    spdlog::error("{}", *error);
+    ok = false;
+  }
   LoadResult loaded = load_scenarios(opts.files);
   for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
-  if (!loaded.ok()) return false;
+  if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
   return true;

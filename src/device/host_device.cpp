@@ -1,7 +1,6 @@
-// host_device.cpp — HostDevice: the caching allocator, the op dispatch and the graph emulation.
+// host_device.cpp — HostDevice: memory (CachingAllocator), the op dispatch and the graph emulation.
 #include "device/host_device.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -9,52 +8,10 @@
 #include "kernels/host/host_ops.h"
 
 namespace kv {
-namespace {
 
-constexpr size_t kSizeClass = 256;
+void* HostDevice::alloc(size_t bytes) { return memory_.alloc(bytes); }
 
-size_t size_class(size_t bytes) {
-  const size_t b = bytes == 0 ? 1 : bytes;
-  return (b + kSizeClass - 1) / kSizeClass * kSizeClass;
-}
-
-}  // namespace
-
-HostDevice::~HostDevice() {
-  for (void* p : owned_) std::free(p);
-}
-
-int HostDevice::current_pool() const {
-  return capturing_ ? static_cast<int>(graphs_.size()) : kGeneralPool;
-}
-
-void* HostDevice::alloc(size_t bytes) {
-  const size_t cls = size_class(bytes);
-  if (cls < bytes) throw DeviceError("host alloc: size overflow");
-  const int pool = current_pool();
-  auto it = free_.find({pool, cls});
-  void* p = nullptr;
-  if (it != free_.end() && !it->second.empty()) {
-    p = it->second.back();  // most recently released first, like a caching allocator
-    it->second.pop_back();
-  } else {
-    p = std::calloc(cls, 1);
-    if (!p) throw DeviceError("host alloc: out of memory (" + std::to_string(bytes) + " bytes)");
-    owned_.push_back(p);
-  }
-  live_[p] = Buffer{cls, pool};
-  return p;
-}
-
-void HostDevice::release(void* p) {
-  if (!p) return;
-  auto it = live_.find(p);
-  if (it == live_.end()) throw DeviceError("host release: not a live allocation of this device");
-  // A graph pool's buffer goes back to that pool only: no allocation outside the graph's capture
-  // ever receives it, because a replay may still write to it.
-  free_[{it->second.pool, it->second.size_class}].push_back(p);
-  live_.erase(it);
-}
+void HostDevice::release(void* p) { memory_.release(p); }
 
 void HostDevice::upload(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
@@ -121,11 +78,13 @@ void HostDevice::begin_capture() {
   if (capturing_) throw DeviceError("begin_capture: already capturing");
   capturing_ = true;
   recording_.clear();
+  memory_.begin_graph_pool();
 }
 
 GraphId HostDevice::end_capture() {
   if (!capturing_) throw DeviceError("end_capture: not capturing");
   capturing_ = false;
+  memory_.end_graph_pool();
   graphs_.push_back(std::move(recording_));
   recording_.clear();
   return static_cast<GraphId>(graphs_.size() - 1);

@@ -2,27 +2,26 @@
 // memory and graph semantics that behave like a GPU's, so stale-data and stale-address bugs
 // reproduce.
 //
-// Memory: a caching allocator. alloc() hands back a released buffer of the same 256-byte size
-// class when there is one, old bytes and all; otherwise fresh, zeroed memory. Buffers allocated
-// while capturing belong to that graph's private pool and are never handed to an alloc() outside
-// that capture. Graphs: while capturing, each op is recorded as a copy of its descriptor (the
-// pointers, not the data behind them); replay() runs the recorded ops in order, reading whatever
-// those buffers hold at replay time.
+// Memory: CachingAllocator over calloc/free (src/device/caching_allocator.h, the CUDA device's
+// rules too): a released buffer of the same 256-byte size class comes back, old bytes and all;
+// otherwise fresh, zeroed memory; buffers allocated while capturing belong to that graph's private
+// pool and are never handed to an alloc() outside that capture. Graphs: while capturing, each op is
+// recorded as a copy of its descriptor (the pointers, not the data behind them); replay() runs the
+// recorded ops in order, reading whatever those buffers hold at replay time.
 #pragma once
 
 #include <functional>
-#include <map>
-#include <unordered_map>
 #include <vector>
 
+#include "device/caching_allocator.h"
 #include "device/device.h"
+#include "device/raw_memory.h"
 
 namespace kv {
 
 class HostDevice : public Device {
  public:
   HostDevice() = default;
-  ~HostDevice() override;
   HostDevice(const HostDevice&) = delete;
   HostDevice& operator=(const HostDevice&) = delete;
 
@@ -54,24 +53,17 @@ class HostDevice : public Device {
   void synchronize() override {}
 
   bool capturing() const { return capturing_; }
-  size_t live_buffers() const { return live_.size(); }
+  size_t live_buffers() const { return memory_.live_buffers(); }
+  AllocatorStats memory_stats() const { return memory_.stats(); }
 
  private:
   using Op = std::function<void()>;
-  static constexpr int kGeneralPool = -1;  // pools >= 0 are graphs' private pools
-
-  struct Buffer {
-    size_t size_class = 0;
-    int pool = kGeneralPool;
-  };
 
   // Run now, or append to the graph being captured.
   void submit(Op op);
-  int current_pool() const;
 
-  std::unordered_map<void*, Buffer> live_;
-  std::map<std::pair<int, size_t>, std::vector<void*>> free_;  // (pool, size class) -> buffers
-  std::vector<void*> owned_;  // every block ever calloc'ed: freed in the destructor only
+  HostMemory raw_;  // declared before memory_, which gives its buffers back to it
+  CachingAllocator memory_{raw_, "host"};
   std::vector<std::vector<Op>> graphs_;
   std::vector<Op> recording_;
   bool capturing_ = false;

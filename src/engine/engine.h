@@ -9,9 +9,9 @@
 
 #include "device/device.h"
 #include "engine/block_pool.h"
+#include "engine/epoch_counters.h"
 #include "engine/model_runner.h"
 #include "engine/model_weights.h"
-#include "scenario/regressions.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"
@@ -24,17 +24,6 @@ namespace kv {
 using StepObserver = std::function<void(int32_t step, const StepPlan&, const StepOutputs&,
                                         const Scheduler&)>;
 
-struct EpochCounters {
-  int32_t steps = 0;
-  int32_t graph_replays = 0;
-  int32_t preemptions = 0;
-  int32_t prefix_hit_blocks = 0;
-  int64_t blocks_allocated = 0;
-  int64_t tokens = 0;
-  int64_t peak_cached_tokens = 0;  // most tokens held in the cache at once (after a step's writes)
-  double forward_seconds = 0.0;    // device time of the steps (synchronised wall clock)
-  double zero_init_seconds = 0.0;  // the zero-init mitigation's memsets, timed on their own
-};
 
 class Engine {
  public:

@@ -279,14 +279,9 @@ void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int
   dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wv.as<float>(),
                .bias = L.bias.as<float>(), .out = v_.as<float>(), .out_row_stride = kv_dim,
                .num_rows = rows, .in_dim = hidden_, .out_dim = kv_dim});
-  WriteKvArgs w;
-  w.cache = L.kv;
-  w.k = k_.as<float>();
-  w.v = v_.as<float>();
-  w.k_row_stride = w.v_row_stride = kv_dim;
-  w.slot_mapping = inputs_.slots.as<int64_t>();
-  w.num_tokens = rows;
-  dev_.write_kv(w);
+  dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .v = v_.as<float>(), .k_row_stride = kv_dim,
+                 .v_row_stride = kv_dim, .slot_mapping = inputs_.slots.as<int64_t>(),
+                 .num_tokens = rows});
   const MixerShape shape{q_dim_, kv_dim, m.num_kv_heads, m.head_dim, m.head_dim, softmax_scale_};
   paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), v_.as<float>(), L.attn_out.as<float>());
   launch_quant_and_oproj(rows, L);
@@ -303,13 +298,9 @@ void ModelRunner::launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* 
   dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wk.as<float>(),
                .bias = L.bias.as<float>(), .out = k_.as<float>(), .out_row_stride = latent_dim_,
                .num_rows = rows, .in_dim = hidden_, .out_dim = latent_dim_});
-  WriteKvArgs w;
-  w.cache = L.kv;
-  w.k = k_.as<float>();  // the latent is K; V is its first kv_lora_rank features
-  w.k_row_stride = latent_dim_;
-  w.slot_mapping = inputs_.slots.as<int64_t>();
-  w.num_tokens = rows;
-  dev_.write_kv(w);
+  // The latent is K; V is its first kv_lora_rank features.
+  dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .k_row_stride = latent_dim_,
+                 .slot_mapping = inputs_.slots.as<int64_t>(), .num_tokens = rows});
   const MixerShape shape{qw, latent_dim_, 1, latent_dim_, R, mla_softmax_scale_};
   paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), k_.as<float>(),
                   latent_out_.as<float>());

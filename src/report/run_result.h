@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check/check_sites.h"
+#include "engine/epoch_counters.h"
 #include "scenario/scenario.h"
 
 namespace kv {
@@ -30,7 +31,8 @@ struct Failure {
   std::string detail;    // one human line
 };
 
-struct EpochStats {
+// One epoch: the engine's counters and what the checks found.
+struct EpochStats : EpochCounters {
   int32_t epoch = 0;  // 1-based
   int32_t requests = 0;
   int32_t checked_requests = 0;  // compared with the reference: all in full mode, the sample's in
@@ -40,19 +42,8 @@ struct EpochStats {
   int64_t nonfinite_outputs = 0;
   double max_rel_error = 0.0;               // over all checked rows; NaN if any row was NaN
   std::optional<int32_t> first_bad_step;    // within the epoch
-  int32_t steps = 0;
-  int32_t graph_replays = 0;
-  int32_t preemptions = 0;
-  int64_t tokens = 0;                       // tokens computed (prefill + decode)
-  int32_t prefix_hit_blocks = 0;
-  int64_t blocks_allocated = 0;             // blocks handed out by the pool (cache fills x blocks)
-  int64_t peak_cached_tokens = 0;           // most tokens held in the KV cache at once
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
-  double forward_seconds = 0.0;             // of which the model's steps on the device
-  // The zero-init mitigation's memsets (engine.zero_init_outputs), timed on their own right before
-  // each step that runs them: what the mitigation costs. 0 when it is off.
-  double zero_init_seconds = 0.0;
 };
 
 struct RunResult {

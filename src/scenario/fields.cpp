@@ -20,7 +20,6 @@ using namespace field_table;
 constexpr int32_t kMaxLayers = 64;
 constexpr int32_t kMaxCaptureSize = 4096;
 constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
-constexpr int32_t kMaxRequestTokens = 65536;  // prompt + new tokens of one request
 
 // ---- values with more structure than one builder ----
 

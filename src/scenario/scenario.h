@@ -1,8 +1,9 @@
 // scenario.h — a parsed, validated scenario: plain data, no behaviour.
 //
-// The JSON format is documented in README.md and scenarios/schema/scenario.schema.json;
-// parse_scenario() (parse.h) is the only way to build one from text. Every field here has the
-// default README states; validation guarantees the invariants noted in comments.
+// The JSON format is defined by the field table (field_table.h), which generates README's field
+// table and scenarios/schema/scenario.schema.json; parse_scenario() (parse.h) is the only way to
+// build one from text. The member initialisers here are the defaults the table reports;
+// validation guarantees the invariants noted in comments.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,8 @@ namespace kv {
 inline constexpr int kScenarioFormat = 1;
 // workload.requests, and so the largest useful checks.sampled_requests (--sampled-requests too).
 inline constexpr int32_t kMaxRequestsPerEpoch = 100'000;
+// prompt + new tokens of one request.
+inline constexpr int32_t kMaxRequestTokens = 65536;
 
 // attention: GQA over a paged K/V cache. mla: multi-head latent attention over a one-head latent
 // cache of kv_lora_rank + qk_rope_dim values per token (absorbed decode, FlashMLA-like whole-tile

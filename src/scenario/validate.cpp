@@ -11,7 +11,6 @@
 namespace kv {
 namespace {
 
-constexpr int64_t kMaxRequestTokens = 65536;  // prompt + new tokens of one request
 
 bool present(const Json& doc, const std::string& pointer) {
   return doc.contains(Json::json_pointer(pointer));

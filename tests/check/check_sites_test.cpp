@@ -35,8 +35,11 @@ TEST(CheckSites, TableIsInEnumOrderAndNoSiteSharesANameWithAnOp) {
 TEST(CheckSites, EveryAttentionCacheOpIsBehindSomeSite) {
   std::set<DeviceOp> covered;
   for (const auto& s : all_check_sites()) covered.insert(s.ops.begin(), s.ops.end());
-  for (const auto& o : all_device_ops())
-    if (o.role == OpRole::attention_cache) EXPECT_TRUE(covered.count(o.op)) << o.name;
+  for (const auto& o : all_device_ops()) {
+    if (o.role == OpRole::attention_cache) {
+      EXPECT_TRUE(covered.count(o.op)) << o.name;
+    }
+  }
 }
 
 TEST(CheckSites, MixerRowsMapToTheirSite) {

@@ -69,10 +69,14 @@ class CliTest : public ::testing::Test {
   }
 
   // `args` is appended to the binary verbatim (shell syntax); cwd is the test's folder.
-  CliRun kvcheck(const std::string& args) {
+  CliRun kvcheck(const std::string& args) { return kvcheck_env("", args); }
+
+  // The same with `env` (shell syntax, `NAME=value ...`) in the command's environment.
+  CliRun kvcheck_env(const std::string& env, const std::string& args) {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = "cd '" + dir_.string() + "' && NO_COLOR=1 '" KVCHECK_BINARY "' " +
-                            args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const std::string cmd = "cd '" + dir_.string() + "' && NO_COLOR=1 " + env + " '" +
+                            KVCHECK_BINARY "' " + args + " >'" + out.string() + "' 2>'" +
+                            err.string() + "'";
     const int status = std::system(cmd.c_str());
     CliRun r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -12,6 +12,18 @@ namespace {
 using nlohmann::json;
 using RunCommand = CliTest;
 
+// A path-selecting environment variable is checked before anything runs, with or without a GPU.
+TEST_F(RunCommand, UnknownDecodePathIsBadInputNamingTheAcceptedValues) {
+  write("tiny.json", kTinyScenario);
+  CliRun r = kvcheck_env("KVCHECK_DECODE_PATH=fastest", "run tiny.json");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "KVCHECK_DECODE_PATH='fastest'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "automatic and generic")) << r.err;
+  EXPECT_TRUE(files_under("results/runs").empty());
+  CliRun ok = kvcheck_env("KVCHECK_DECODE_PATH=generic", "run tiny.json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 TEST_F(RunCommand, CleanScenarioExits0AndWritesTheResultAtomically) {
   write("tiny.json", kTinyScenario);
   CliRun r = kvcheck("run tiny.json");

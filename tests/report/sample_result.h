@@ -42,20 +42,11 @@ inline RunResult sample_result() {
   e2.max_rel_error = std::numeric_limits<double>::quiet_NaN();
   e2.first_bad_step = 7;
   r.epochs = {e1, e2};
-  Failure f;
-  f.epoch = 2;
-  f.step = 7;
-  f.request = 3;
-  f.position = 17;
-  f.layer = 0;
-  f.head = 1;
-  f.site = CheckSite::decode;
-  f.check = "nonfinite";
-  f.value = std::numeric_limits<double>::quiet_NaN();
-  f.tolerance = 0.02;
-  f.padded_batch = true;
-  f.detail = "row 3 of a replay padded to 4";
-  r.first_failure = f;
+  r.first_failure = Failure{.epoch = 2, .step = 7, .request = 3, .position = 17, .layer = 0,
+                            .head = 1, .site = CheckSite::decode, .check = "nonfinite",
+                            .value = std::numeric_limits<double>::quiet_NaN(),
+                            .tolerance = 0.02, .padded_batch = true,
+                            .detail = "row 3 of a replay padded to 4"};
   r.seconds = 0.5;
   return r;
 }

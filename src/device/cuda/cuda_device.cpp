@@ -8,6 +8,7 @@
 
 #include "device/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/launch_error.h"
 
 namespace kv {
 namespace {
@@ -27,7 +28,8 @@ CudaDevice::CudaDevice(int ordinal) {
   KV_CUDA_CHECK("init", cudaSetDevice(ordinal_));
   KV_CUDA_CHECK("init", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   KV_CUDA_CHECK("init", cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
-  alloc_ = std::make_unique<CudaAllocator>(stream_, side_);
+  raw_ = std::make_unique<CudaMemory>(stream_, side_);
+  memory_ = std::make_unique<CachingAllocator>(*raw_, "cuda");
 }
 
 CudaDevice::~CudaDevice() {
@@ -42,7 +44,8 @@ CudaDevice::~CudaDevice() {
                  cuda_detail::describe(e, "teardown", "cudaStreamSynchronize").c_str());
   for (cudaGraphExec_t x : execs_) (void)cudaGraphExecDestroy(x);
   for (cudaGraph_t g : graphs_) (void)cudaGraphDestroy(g);
-  alloc_.reset();
+  memory_.reset();
+  raw_.reset();
   (void)cudaStreamDestroy(side_);
   (void)cudaStreamDestroy(stream_);
   (void)cudaGetLastError();
@@ -50,12 +53,9 @@ CudaDevice::~CudaDevice() {
 
 // ---- memory ----
 
-void* CudaDevice::alloc(size_t bytes) {
-  const int pool = capturing_ ? static_cast<int>(graphs_.size()) : CudaAllocator::kGeneralPool;
-  return alloc_->alloc(bytes, pool, capturing_);
-}
+void* CudaDevice::alloc(size_t bytes) { return memory_->alloc(bytes); }
 
-void CudaDevice::release(void* p) { alloc_->release(p); }
+void CudaDevice::release(void* p) { memory_->release(p); }
 
 void CudaDevice::refuse_while_capturing(const char* what) const {
   if (capturing_)
@@ -117,7 +117,11 @@ template <class Args>
 void CudaDevice::launch(const char* op, void (*launcher)(const Args&, cudaStream_t),
                         const Args& a) {
   note_op(op);
-  launcher(a, stream_);  // may throw std::invalid_argument for a descriptor the host rejects too
+  try {
+    launcher(a, stream_);  // may throw std::invalid_argument for a descriptor the host rejects too
+  } catch (const cuda::LaunchError& e) {  // the kernels' own error: a failure of the device
+    throw DeviceError(e.what());
+  }
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     cuda_detail::throw_cuda(e, std::string("op ") + op + (capturing_ ? " (while capturing)" : ""),
@@ -167,11 +171,13 @@ void CudaDevice::begin_capture() {
                 cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
   capturing_ = true;
   recording_.clear();
+  memory_->begin_graph_pool();
 }
 
 GraphId CudaDevice::end_capture() {
   if (!capturing_) throw DeviceError("end_capture: not capturing");
   capturing_ = false;
+  memory_->end_graph_pool();  // even if the capture failed: its buffers stay out of reach
   cudaGraph_t graph = nullptr;
   const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
   if (e != cudaSuccess) {

@@ -5,12 +5,14 @@
 // cudaGetLastError check that names the op. synchronize() waits for the stream; an error that
 // happens inside a kernel surfaces there, naming the ops launched since the previous synchronize.
 //
-// Memory: CudaAllocator (256-byte size classes, released bytes survive into the next alloc of the
-// class, fresh memory zeroed, graph-private pools while capturing). upload / download are a copy on
-// the stream plus a wait; they are refused (DeviceError) while a graph is being captured: a copy
-// from pageable host memory cannot be captured, and a captured copy would replay stale host data.
-// fill() is immediate like the host's (a kernel on the stream; while capturing, on the side
-// stream and waited for, so it is never recorded). memset_async is captured like an op.
+// Memory: CachingAllocator over CudaMemory (cudaMalloc/cudaFree), the host device's allocator:
+// 256-byte size classes, released bytes survive into the next alloc of the class, fresh memory
+// zeroed, graph-private pools while capturing; out of memory frees the cache once, then throws.
+// upload / download are a copy on the stream plus a wait; they are refused (DeviceError) while a
+// graph is being captured: a copy from pageable host memory cannot be captured, and a captured
+// copy would replay stale host data. fill() is immediate like the host's (a kernel on the stream;
+// while capturing, on the side stream and waited for, so it is never recorded). memset_async is
+// captured like an op.
 //
 // Graphs: real CUDA graphs. begin_capture = cudaStreamBeginCapture (relaxed mode: cudaMalloc is
 // legal inside it), end_capture = cudaStreamEndCapture + cudaGraphInstantiate, replay =
@@ -24,7 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "device/cuda/cuda_allocator.h"
+#include "device/caching_allocator.h"
+#include "device/cuda/cuda_memory.h"
 #include "device/device.h"
 
 namespace kv {
@@ -72,7 +75,8 @@ class CudaDevice : public Device {
   std::string description() const;
 
   bool capturing() const { return capturing_; }
-  size_t live_buffers() const { return alloc_->live_buffers(); }
+  size_t live_buffers() const { return memory_->live_buffers(); }
+  AllocatorStats memory_stats() const { return memory_->stats(); }
   cudaStream_t stream() const { return stream_; }
 
  private:
@@ -86,7 +90,8 @@ class CudaDevice : public Device {
   int ordinal_ = 0;
   cudaStream_t stream_ = nullptr;  // every op
   cudaStream_t side_ = nullptr;    // never captured: zeroing fresh memory, fill() while capturing
-  std::unique_ptr<CudaAllocator> alloc_;
+  std::unique_ptr<CudaMemory> raw_;  // outlives memory_, which gives its buffers back to it
+  std::unique_ptr<CachingAllocator> memory_;
   std::vector<cudaGraph_t> graphs_;
   std::vector<cudaGraphExec_t> execs_;
   std::vector<std::vector<const char*>> graph_ops_;  // per graph: the ops it recorded
