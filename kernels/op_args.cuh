@@ -29,11 +29,32 @@ struct WriteKvArgs {
   int32_t num_tokens = 0;
 };
 
-// Decode split-KV plan as it lives in device memory (a metadata buffer the engine fills each step):
+// Decode split-KV plan as it lives in device memory (the plan buffer the decode plan step fills
+// before each step, see DecodePlanArgs):
 //   meta[0]          = kv_chunk_tokens: tokens per split, a multiple of the block size
 //   meta[1 + row]    = number of splits of that row (0 for a padded row)
 // Split s of a row covers tokens [s * kv_chunk_tokens, min((s + 1) * kv_chunk_tokens, seq_len)).
 inline constexpr int kDecodeMetaHeader = 1;
+
+// The decode plan step: on the host, before every step with decode rows and before a captured
+// graph replays, the device's planner writes its schedule for these sequence lengths into `plan`
+// (device memory the engine owns, plan_bytes long), which paged_decode then reads as split_meta.
+// The built-in planner writes the kDecodeMetaHeader format: plan_decode_splits, or for an fp8
+// cache the fp8 path's own builder (decode_splits.h). A graph captures the plan buffer's address,
+// so the engine keeps it at one address for the run (seed 003 is a plan written elsewhere).
+struct DecodePlanArgs {
+  const int32_t* seq_lens_host = nullptr;  // host memory [num_rows]; padded rows 0
+  int32_t num_rows = 0;
+  int32_t block_size = 0;
+  DType cache_dtype = DType::f32;
+  int32_t max_splits = 1;  // split-KV partitions per row at most
+  int32_t num_q_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t v_dim = 0;
+  int32_t* plan = nullptr;  // device memory
+  size_t plan_bytes = 0;
+};
 
 // Paged decode, one query token per row, split-KV (flash-decoding) with a state merge. The kernel
 // works tile by tile, a tile being one cache block: it masks scores past the sequence end but
@@ -65,8 +86,7 @@ struct PagedDecodeArgs {
 
 // Gather the cached context of prefill sequences from the paged cache into contiguous float
 // workspaces [total_ctx_tokens][kv_heads][head_dim], addressing the cache through its strides.
-// `assume_contiguous` is the seed-004 bug: addresses computed from the shape as if K pages of
-// consecutive blocks were adjacent (block stride = one page), ignoring the descriptor's strides.
+// (The seed-004 bug is the engine handing it with_shape_strides(cache): paged_kv.cuh.)
 struct GatherKvArgs {
   PagedKv cache;
   const int32_t* block_table = nullptr;  // [num_seqs][block_table_stride]
@@ -76,7 +96,7 @@ struct GatherKvArgs {
   float* k_out = nullptr;
   float* v_out = nullptr;  // may be null: K only (MLA, whose V is the latent K)
   int32_t num_seqs = 0;
-  bool assume_contiguous = false;
+  int32_t total_ctx = 0;  // ctx_starts[num_seqs]: rows of k_out / v_out (the ops read the array)
 };
 
 // Attention of query rows over contiguous float K/V, per sequence:
@@ -97,6 +117,8 @@ struct VarlenAttnArgs {
   int64_t out_row_stride = 0;
   float* lse = nullptr;  // [rows][num_q_heads]
   int32_t num_seqs = 0;
+  int32_t num_rows = 0;  // q_starts[num_seqs]: query rows (the ops read the array)
+  int32_t num_keys = 0;  // k_starts[num_seqs]: key rows
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
@@ -225,6 +247,8 @@ struct LinearAttnArgs {
   const int32_t* state_blocks = nullptr;       // [num_seqs]
   const int32_t* has_initial_state = nullptr;  // [num_seqs]
   int32_t num_seqs = 0;
+  int32_t num_rows = 0;      // seq_starts[num_seqs] (the op reads the array)
+  int32_t state_blocks_total = 0;  // blocks of the pool the state view spans
   int32_t num_heads = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;

@@ -51,6 +51,18 @@ KV_HD float load_v(const PagedKv& c, int64_t block, int64_t entry, int64_t head,
   return load_as_f32(c.v, v_offset(c, block, entry, head, feat), c.dtype) * c.v_scale;
 }
 
+// The descriptor a stride-blind caller builds from the shape alone: block stride one page, entry
+// and head strides of a dense [block_size][kv_heads][head_dim] page, from the same k and v. Right
+// for the plain layout; on the interleaved one it addresses the wrong blocks' K and V. This is the
+// seed-004 bug (vLLM PR 37228), which the engine models by handing gather_kv this descriptor.
+KV_HD PagedKv with_shape_strides(const PagedKv& c) {
+  PagedKv s = c;
+  s.k_stride_block = s.v_stride_block = page_elems(c);
+  s.k_stride_token = s.v_stride_token = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  s.k_stride_head = s.v_stride_head = c.head_dim;
+  return s;
+}
+
 enum class KvLayout : int32_t { plain = 0, interleaved = 1 };
 
 // Bytes one layer's cache occupies for `num_blocks` blocks (K and V together), either layout.

@@ -10,6 +10,8 @@
 #   CMAKE_CUDA_ARCHITECTURES  GPU architectures to compile for (default: 90, H100/H200)
 #   GPU_JOBS                  parallel GPU tests (default: 8; they share the one GPU)
 #   GPU_CHECK_ALLOW_NO_GPU=1  do not fail when no GPU is visible (a dry run of the script)
+#   GPU_CMAKE_ARGS            more configure arguments, e.g. -DDLPACK_INCLUDE_DIR=DIR where the
+#                             machine has no libdlpack-dev (a copy of its dlpack/dlpack.h)
 #
 # What "gpu" covers (ctest -L gpu): test_gpu — every CUDA op against the host op on identical
 # inputs, and CudaDevice's memory, graph and error behaviour —, gpu-verdicts/<scenario>: each
@@ -80,7 +82,7 @@ ctest_summary() {
 rm -rf "$build"
 run_step configure "$logdir/configure.log" \
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVCHECK_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
+  -DCMAKE_CUDA_ARCHITECTURES="$arch" ${GPU_CMAKE_ARGS:-} &&
   run_step build "$logdir/build.log" cmake --build "$build" -j "$jobs"
 built=$?
 

@@ -5,9 +5,10 @@
 # not running as root.
 set -euo pipefail
 
-# python3-jsonschema: for scripts/validate-scenarios.py (the ctest tests schema/*).
+# python3-jsonschema: for scripts/validate-scenarios.py (the ctest tests schema/*); libdlpack-dev:
+# the DLPack header the backend plugin ABI (include/kvcheck/backend.h) builds on.
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-          libgtest-dev python3-jsonschema)
+          libgtest-dev python3-jsonschema libdlpack-dev)
 
 missing=()
 for p in "${packages[@]}"; do

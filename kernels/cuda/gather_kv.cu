@@ -4,12 +4,7 @@
 // Reference: kernels/host/gather_kv.cpp. Grid: y walks the sequences, x the elements of one
 // sequence's context (grid-stride: ctx_lens lives in device memory). Token t of sequence s goes to
 // row ctx_starts[s] + t; its block is block_table[s][t / block_size].
-//
-// assume_contiguous is the seed-004 bug (vLLM PR 37228), computed exactly as the host computes it:
-// element (h, f) of entry `entry` of block `block` is read at block * page + entry * kv_heads *
-// head_dim + h * head_dim + f from cache.k / cache.v, i.e. as if the block stride were one page.
-// That is right for the plain layout and reads the wrong blocks in the interleaved one.
-// v_out == nullptr gathers K only (MLA).
+// Addresses come from the descriptor's strides. v_out == nullptr gathers K only (MLA).
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -26,16 +21,9 @@ __global__ void gather_kv_kernel(GatherKvArgs a) {
     for (int64_t e = global_thread(); e < n; e += global_stride()) {
       const int64_t t = e / row, rem = e % row;
       const int64_t block = table[t / c.block_size], entry = t % c.block_size;
-      float kx, vx = 0.0f;
-      if (a.assume_contiguous) {
-        const int64_t off = block * page_elems(c) + entry * row + rem;  // the bug
-        kx = load_as_f32(c.k, off, c.dtype) * c.k_scale;
-        if (a.v_out) vx = load_as_f32(c.v, off, c.dtype) * c.v_scale;
-      } else {
-        const int64_t h = rem / c.head_dim, f = rem % c.head_dim;
-        kx = load_k(c, block, entry, h, f);
-        if (a.v_out) vx = load_v(c, block, entry, h, f);
-      }
+      const int64_t h = rem / c.head_dim, f = rem % c.head_dim;
+      const float kx = load_k(c, block, entry, h, f);
+      const float vx = a.v_out ? load_v(c, block, entry, h, f) : 0.0f;
       a.k_out[out0 + e] = kx;
       if (a.v_out) a.v_out[out0 + e] = vx;
     }

@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/spdlog.h>
+
+#include "cli/backend_info.h"
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "check/check_sites.h"
@@ -103,8 +106,33 @@ Command add_list_command(CLI::App& parent) {
   CLI::App* app =
       parent.add_subcommand("list", "List the regressions, ops, check sites and devices");
   auto json = std::make_shared<bool>(false);
+  auto backend = std::make_shared<std::string>();
+  auto device = std::make_shared<std::string>("host");
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.list/2)");
-  auto action = [json]() {
+  CLI::Option* backend_opt = app->add_option(
+      "--backend", *backend,
+      "Describe this backend plugin instead: name, version, ABI version, declared capabilities "
+      "and where each op runs");
+  app->add_option("--device", *device, "The device the backend is loaded for (--backend)")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->needs(backend_opt);
+  auto action = [json, backend, device]() {
+    if (!backend->empty()) {
+      try {
+        // kDLCPU (1) or kDLCUDA (2), GPU 0: what the plugin is asked to serve at init.
+        const BackendLibrary lib(*backend, *device == "cuda" ? 2 : 1, 0);
+        if (*json)
+          std::cout << nlohmann::json{{"schema", "kvcheck.list/2"},
+                                      {"backend", backend_json(lib)}}.dump(2)
+                    << '\n';
+        else
+          print_backend(std::cout, lib);
+        return kExitOk;
+      } catch (const BackendLoadError& e) {
+        spdlog::error("cannot run: {}", e.what());
+        return kExitCannotRun;
+      }
+    }
     if (*json)
       std::cout << list_json().dump(2) << '\n';
     else

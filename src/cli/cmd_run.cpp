@@ -1,4 +1,5 @@
 // cmd_run.cpp — `kvcheck run FILE...`: its options; the work is in run_scenarios.cpp.
+#include <algorithm>
 #include <charconv>
 #include <memory>
 
@@ -6,10 +7,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/name_option.h"
 #include "cli/run_scenarios.h"
+#include "plugin/placement.h"
 #include "scenario/field_table.h"
+#include "scenario/suggest.h"
 
 namespace kv::cli {
 
@@ -27,7 +31,7 @@ Command add_run_command(CLI::App& parent) {
 
   app->add_option("files", opts->files, "Scenario files (JSON)")->required();
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
-      ->check(CLI::IsMember({"host", "cuda", "auto"}))
+      ->check(CLI::IsMember(device_kinds()))
       ->capture_default_str();
   // CLI11 2.1 turns "-1" into 2^64-1 and saturates on overflow for an unsigned target; a seed
   // must be exactly a uint64 in decimal.
@@ -79,6 +83,35 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
   app->add_flag("--bisect", opts->bisect,
                 "Exit 125 instead of 3 when a run cannot be carried out (git bisect run)");
+  CLI::Option* backend_opt = app->add_option(
+      "--backend", opts->backend.path,
+      "Put this backend plugin (a shared library, include/kvcheck/backend.h) under the "
+      "scenarios: the ops it implements run on it, the rest on --device");
+  const std::vector<std::string> ops = abi_op_names();
+  app->add_option("--backend-op", opts->backend.pinned,
+                  "OP=builtin: run this op on the built-in device although the backend has it "
+                  "(repeatable; to find which op is wrong)")
+      ->allow_extra_args(false)
+      ->transform(CLI::Validator(
+          [ops](std::string& v) {
+            const auto eq = v.find('=');
+            const std::string op = v.substr(0, eq);
+            if (eq == std::string::npos || v.substr(eq + 1) != "builtin")
+              return "expected OP=builtin, got " + v;
+            if (std::find(ops.begin(), ops.end(), op) == ops.end())
+              return "unknown op \"" + op + "\"" + suggestion_tail(op, ops);
+            v = op;
+            return std::string();
+          },
+          "OP=builtin", "backend op"))
+      ->needs(backend_opt);
+  app->add_flag("--allow-fallback", opts->backend.allow_fallback,
+                "Run an op on the built-in device when the backend's capabilities cannot take the "
+                "scenario, instead of refusing to run (the result says which)")
+      ->needs(backend_opt);
+  app->add_option("--backend-option", opts->backend.options,
+                  "Text handed to the backend at init (its own options)")
+      ->needs(backend_opt);
 
   auto action = [=]() {
     RunOptions o = *opts;

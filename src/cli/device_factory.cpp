@@ -46,6 +46,11 @@ static std::unique_ptr<Device> make_cuda() {
 #endif
 }
 
+const std::vector<std::string>& device_kinds() {
+  static const std::vector<std::string> kinds = {"host", "cuda", "auto"};
+  return kinds;
+}
+
 std::unique_ptr<Device> make_device(const std::string& kind) {
   if (kind == "host") return std::make_unique<HostDevice>();
   if (kind == "cuda") return make_cuda();

@@ -4,6 +4,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "device/device.h"
 
@@ -20,6 +21,9 @@ bool cuda_built();
 // Whether a CUDA device can be used now: built with CUDA and a GPU is visible. Always false in a
 // host-only build.
 bool cuda_device_available();
+
+// The kinds make_device() takes, as `--device` accepts them: host, cuda, auto.
+const std::vector<std::string>& device_kinds();
 
 // "host" -> HostDevice; "cuda" -> the CUDA device, or DeviceUnavailable; "auto" -> cuda when
 // available, else host. Any other kind throws std::invalid_argument (the CLI checks it first).

@@ -6,6 +6,8 @@
 #include <new>
 #include <set>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +15,7 @@
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
+#include "plugin/placement.h"
 #include "kernels/cuda/decode_path_env.h"
 #include "report/atomic_write.h"
 #include "report/console_table.h"
@@ -74,8 +77,57 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   return true;
 }
 
+// The backend's part of a run, for the result.
+BackendReport backend_report(const BackendDevice& dev, const Placement& placement) {
+  const BackendLibrary& lib = dev.backend();
+  BackendReport r{.path = lib.path(),
+                  .name = lib.name(),
+                  .version = lib.version(),
+                  .sha256 = lib.sha256(),
+                  .abi_version = static_cast<int32_t>(lib.table().abi_version),
+                  .ops = {},
+                  .notes = placement.notes};
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) {
+    const auto op = static_cast<kvcheck_op>(i);
+    const OpCalls& c = dev.calls()[static_cast<size_t>(i)];
+    const bool used = c.backend + c.builtin > 0;
+    r.ops.push_back({.op = backend::op_name(op),
+                     .placement = dev.placement()[op] ? "backend" : used ? "builtin" : "unused",
+                     .backend_calls = c.backend,
+                     .builtin_calls = c.builtin});
+  }
+  return r;
+}
+
+// Runs one scenario on the built-in device, or on a BackendDevice over it with the ops the
+// backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
+RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
+                  const BackendOptions& b) {
+  const HarnessHooks hooks = progress_hooks(s.name, s.workload.epochs);
+  if (!lib) return run_scenario(s, builtin, hooks);
+  PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
+  for (const auto& name : b.pinned) req.pinned_builtin.push_back(*abi_op_from_name(name));
+  const Placement placement = place_ops(*lib, req, s);
+  BackendDevice device(builtin, lib, placement.ops);
+  RunResult result = run_scenario(s, device, hooks);
+  result.backend = backend_report(device, placement);
+  // A backend that ran nothing judged nothing: never let that read as a pass.
+  if (result.backend->backend_calls() == 0)
+    throw BackendLoadError(fmt::format(
+        "backend {} ran none of scenario {}'s {} op calls (it implements {}; {}): nothing of it "
+        "was judged",
+        lib->name(), s.name, result.backend->total_calls(),
+        lib->implemented_ops().empty() ? "no op" : "ops this scenario does not call",
+        placement.notes.empty() ? "none pinned" : "see the notes"));
+  return result;
+}
+
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   std::unique_ptr<Device> device = make_device(opts.device);
+  std::shared_ptr<BackendLibrary> lib;
+  if (!opts.backend.path.empty())
+    lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
+                                           device->dl_device_id(), opts.backend.options);
   const fs::path out_dir = opts.out_dir;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -86,10 +138,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   std::set<std::string> written;
   int status = kExitOk;
   for (size_t i = 0; i < scenarios.size(); ++i) {
-    const Scenario& s = scenarios[i].scenario;
-    spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
-                 s.workload.epochs, s.workload.num_requests);
-    RunResult result = run_scenario(s, *device, progress_hooks(s.name, s.workload.epochs));
+    Scenario& s = scenarios[i].scenario;
+    spdlog::info("running {} on {}{}: {} epoch(s), {} request(s) each", s.name, device->name(),
+                 lib ? " with backend " + lib->name() : "", s.workload.epochs,
+                 s.workload.num_requests);
+    RunResult result = run_one(s, *device, lib, opts.backend);
     nlohmann::json doc = to_json(result);
 
     const fs::path file = out_dir / result_file_name(result.scenario);
@@ -126,6 +179,14 @@ int run_scenarios(const RunOptions& opts) {
     return run_all(opts, scenarios);
   } catch (const DeviceUnavailable& e) {
     spdlog::error("{}", e.what());
+  } catch (const BackendLoadError& e) {
+    spdlog::error("cannot run: {}", e.what());
+  } catch (const BackendOpError& e) {
+    // Until the run moves into a worker process (a crash or hang is then an "error" verdict too),
+    // a backend's error status is reported here, as a failure of the backend: exit 1.
+    spdlog::error("{}", e.what());
+    spdlog::error("  the backend failed: a regression of the backend (exit 1)");
+    return kExitMismatch;
   } catch (const DeviceError& e) {
     spdlog::error("device error: {}", e.what());
     spdlog::error("  hint: the run could not be carried out; rerun with -v, or try --device host");

@@ -10,6 +10,14 @@
 
 namespace kv::cli {
 
+// `--backend` and what goes with it.
+struct BackendOptions {
+  std::string path;                 // the plugin; empty: no backend, the built-in device runs all
+  std::vector<std::string> pinned;  // --backend-op OP=builtin: these ABI ops run built-in
+  bool allow_fallback = false;      // ops whose caps cannot take a scenario run built-in
+  std::string options;              // --backend-option: handed to the plugin at init
+};
+
 struct RunOptions {
   std::vector<std::string> files;
   std::string device = "host";     // host | cuda | auto
@@ -17,6 +25,7 @@ struct RunOptions {
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
   bool json = false;    // result document(s) on stdout instead of the table
   bool bisect = false;  // "could not run" exits 125 (git bisect skip) instead of 3
+  BackendOptions backend;
 };
 
 int run_scenarios(const RunOptions& opts);

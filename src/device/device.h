@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,16 @@ class Device {
   // Fill `bytes` bytes with a pattern; nan/inf fill as float32 words (the buffers it is used on).
   virtual void fill(void* dst, size_t bytes, FillPattern pattern, uint64_t seed) = 0;
 
+  // ---- the decode plan step (on the host, never captured; before the step or its replay) ----
+  // The built-in planner: plan_decode_splits_for (kernels/decode_splits.h) uploaded into a.plan.
+  virtual void paged_decode_plan(const DecodePlanArgs& a);
+  // Bytes of the plan buffer for steps of up to max_rows decode rows.
+  virtual size_t decode_plan_bytes(int32_t max_rows, int32_t num_q_heads, int32_t max_splits) const;
+  // Bytes of paged_decode's scratch for such steps: the built-in decode's partial outputs
+  // [rows][max_splits][heads][v_dim] floats, then their lse [rows][max_splits][heads].
+  virtual size_t decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
+                                        int32_t max_splits) const;
+
   // ---- ops (recorded instead of run while capturing) ----
   virtual void write_kv(const WriteKvArgs& a) = 0;
   virtual void paged_decode(const PagedDecodeArgs& a) = 0;
@@ -57,6 +68,15 @@ class Device {
   virtual void argmax(const ArgmaxArgs& a) = 0;
   // A fill that is part of the op stream (captured into graphs): zero-initialised outputs.
   virtual void memset_async(void* dst, size_t bytes, FillPattern pattern) = 0;
+
+  // ---- an op of code kvcheck does not own (a backend plugin), in this device's stream order ----
+  // fn(stream) makes the call. The host device runs it now or, while capturing, records it to run
+  // at each replay; the CUDA device runs it now with its stream (a capture records what it
+  // launches) and checks the launch. `op` (a static string) names it in error messages.
+  virtual void run_external(const char* op, const std::function<void(void* stream)>& fn) = 0;
+  // Where this device's buffers live, in DLPack's terms: kDLCPU (1) or kDLCUDA (2), and the index.
+  virtual int32_t dl_device_type() const = 0;
+  virtual int32_t dl_device_id() const { return 0; }
 
   // ---- graphs ----
   // Between begin_capture and end_capture ops are recorded, not run, and alloc() draws from the

@@ -32,6 +32,10 @@ void HostDevice::submit(Op op) {
     op();
 }
 
+void HostDevice::run_external(const char*, const std::function<void(void* stream)>& fn) {
+  submit([fn] { fn(nullptr); });
+}
+
 // Each op captures its descriptor by value: a replay sees the same pointers, new contents.
 void HostDevice::write_kv(const WriteKvArgs& a) {
   submit([a] { host::write_kv(a); });

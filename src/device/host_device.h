@@ -46,6 +46,8 @@ class HostDevice : public Device {
   void linear(const LinearArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
   void memset_async(void* dst, size_t bytes, FillPattern pattern) override;
+  void run_external(const char* op, const std::function<void(void* stream)>& fn) override;
+  int32_t dl_device_type() const override { return 1; }  // kDLCPU
 
   void begin_capture() override;
   GraphId end_capture() override;

@@ -21,7 +21,6 @@ void each_input(Inputs& in, size_t rows, size_t table_stride, Visit&& visit) {
   visit(in.num_real_rows, 1, [](const StepPlan& p) { return std::vector<int32_t>{p.num_rows}; });
   visit(in.decode_table, rows * table_stride, field(&StepPlan::decode_block_table));
   visit(in.decode_seq_lens, rows, field(&StepPlan::decode_seq_lens));
-  visit(in.decode_meta, kDecodeMetaHeader + rows, field(&StepPlan::decode_meta));
   visit(in.prefill_q_starts, rows + 1, field(&StepPlan::prefill_q_starts));
   visit(in.context_table, rows * table_stride, field(&StepPlan::context_block_table));
   visit(in.context_lens, rows, field(&StepPlan::context_lens));

@@ -14,7 +14,7 @@ namespace kv {
 
 struct GraphInputs {
   DeviceBuffer tokens, positions, slots, num_real_rows;
-  DeviceBuffer decode_table, decode_seq_lens, decode_meta;
+  DeviceBuffer decode_table, decode_seq_lens;
   DeviceBuffer prefill_q_starts, context_table, context_lens, context_starts;
   DeviceBuffer linear_starts, linear_blocks, linear_has_state;
 

@@ -129,6 +129,8 @@ void ModelRunner::allocate_buffers() {
     L.attn_out = buffer_of<float>(dev_, R * q_dim_);
   }
   inputs_ = GraphInputs(dev_, max_rows_, limits_.block_table_stride);
+  plan_bytes_ = dev_.decode_plan_bytes(max_rows_, m.num_q_heads, limits_.max_decode_splits);
+  decode_plan_ = DeviceBuffer(dev_, plan_bytes_);
   h_ = buffer_of<float>(dev_, R * hidden_);
   x_ = buffer_of<float>(dev_, R * hidden_);
   q_ = buffer_of<float>(dev_, R * q_width_max_);
@@ -140,8 +142,12 @@ void ModelRunner::allocate_buffers() {
   ctx_lse_ = buffer_of<float>(dev_, R * H);
   new_out_ = buffer_of<float>(dev_, R * H * head_out_max_);
   new_lse_ = buffer_of<float>(dev_, R * H);
-  partial_out_ = buffer_of<float>(dev_, R * splits * H * head_out_max_);
-  partial_lse_ = buffer_of<float>(dev_, R * splits * H);
+  // The decode's scratch: the built-in decode's partial outputs, then their lse (or whatever a
+  // backend asks for, if more).
+  decode_workspace_ = DeviceBuffer(
+      dev_, dev_.decode_workspace_bytes(max_rows_, m.num_q_heads, head_out_max_,
+                                        limits_.max_decode_splits));
+  partial_lse_offset_ = R * splits * H * head_out_max_;
   logits_ = buffer_of<float>(dev_, R * m.vocab_size);
   sampled_ = buffer_of<int32_t>(dev_, R);
 }
@@ -149,8 +155,8 @@ void ModelRunner::allocate_buffers() {
 void ModelRunner::capture_graphs() {
   for (int32_t size : limits_.capture_sizes) {
     const StepPlan p = build_capture_plan(size, limits_);
-    const int32_t* meta = decode_metadata(p, graph_metadata_);  // the graph keeps this address
     inputs_.upload(p);
+    const int32_t* meta = plan_decode(p, graph_metadata_);  // the graph keeps this address
     dev_.begin_capture();
     launch(p, meta);
     graphs_[size] = dev_.end_capture();
@@ -164,16 +170,32 @@ void ModelRunner::ensure_context_capacity(int32_t tokens) {
   ctx_v_ = buffer_of<float>(dev_, static_cast<size_t>(ctx_capacity_) * kv_width_max_);
 }
 
-// The fix (and every bf16 cache): the decode reads the persistent buffer upload() fills, so a
-// replay sees the step's plan. The seed-003 bug (graph-metadata-not-persistent on an fp8 cache):
-// the fp8 path's own builder uploads the plan into a fresh buffer each step; an eager step reads
-// it, but a graph captured over an earlier one keeps reading that one. `keep` owns the fresh
-// buffer for as long as its reader runs: the step, or the graph.
-const int32_t* ModelRunner::decode_metadata(const StepPlan& p, std::vector<DeviceBuffer>& keep) {
-  if (!(s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode))
-    return inputs_.decode_meta.as<int32_t>();
-  keep.push_back(upload_new(dev_, p.decode_meta));
-  return keep.back().as<int32_t>();
+// The decode plan step, into the buffer the step's decode will read. The fix (and every bf16
+// cache): the persistent plan buffer, so a graph replay reads this step's plan. The seed-003 bug
+// (graph-metadata-not-persistent on an fp8 cache): the fp8 path plans into a fresh buffer each
+// step; an eager step reads it, but a graph captured over an earlier one keeps reading that one.
+// `keep` owns the fresh buffer for as long as its reader runs: the step, or the graph.
+const int32_t* ModelRunner::plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep) {
+  int32_t* plan = decode_plan_.as<int32_t>();
+  if (s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode) {
+    keep.emplace_back(dev_, plan_bytes_);
+    plan = keep.back().as<int32_t>();
+  }
+  if (p.decode_seq_lens.empty()) return plan;  // no decode rows: nothing reads a plan
+  const ModelSpec& m = s_.model;
+  const bool mla = has_layer(m, LayerKind::mla);
+  dev_.paged_decode_plan({.seq_lens_host = p.decode_seq_lens.data(),
+                          .num_rows = static_cast<int32_t>(p.decode_seq_lens.size()),
+                          .block_size = limits_.block_size,
+                          .cache_dtype = s_.cache.dtype,
+                          .max_splits = limits_.max_decode_splits,
+                          .num_q_heads = m.num_q_heads,
+                          .num_kv_heads = mla ? 1 : m.num_kv_heads,
+                          .head_dim = mla ? latent_dim_ : m.head_dim,
+                          .v_dim = mla ? m.kv_lora_rank : m.head_dim,
+                          .plan = plan,
+                          .plan_bytes = plan_bytes_});
+  return plan;
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {
@@ -220,9 +242,9 @@ void ModelRunner::zero_init_outputs(int32_t rows) {
 }
 
 void ModelRunner::forward(const StepPlan& p) {
-  std::vector<DeviceBuffer> step_metadata;
-  const int32_t* meta = decode_metadata(p, step_metadata);
   inputs_.upload(p);
+  std::vector<DeviceBuffer> step_plan_buffer;
+  const int32_t* meta = plan_decode(p, step_plan_buffer);
   ensure_context_capacity(p.total_context_tokens());
   poison_outputs(p);
   if (s_.engine.zero_init_outputs) {
@@ -336,6 +358,8 @@ void ModelRunner::launch_linear(const StepPlan& p, LayerBuffers& L) {
   a.state_blocks = inputs_.linear_blocks.as<int32_t>();
   a.has_initial_state = inputs_.linear_has_state.as<int32_t>();
   a.num_seqs = p.linear_seqs();
+  a.num_rows = p.linear_seq_starts.back();
+  a.state_blocks_total = s_.cache.num_blocks;
   a.num_heads = H;
   a.head_dim = m.head_dim;
   a.scale = softmax_scale_;
@@ -381,8 +405,8 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     a.block_table_stride = limits_.block_table_stride;
     a.seq_lens = inputs_.decode_seq_lens.as<int32_t>();
     a.split_meta = meta_dev;
-    a.partial_out = partial_out_.as<float>();
-    a.partial_lse = partial_lse_.as<float>();
+    a.partial_out = decode_workspace_.as<float>();
+    a.partial_lse = decode_workspace_.as<float>() + partial_lse_offset_;
     a.max_splits = limits_.max_decode_splits;
     a.num_rows = nd;
     a.num_q_heads = H;
@@ -412,7 +436,9 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   };
   if (p.num_context_seqs > 0) {
     GatherKvArgs g;
-    g.cache = kv;
+    // The seed-004 bug: the gather's descriptor computed from the shape, not the cache's strides.
+    const bool shape_strides = s_.regressions.has(Regression::gather_assumes_contiguous);
+    g.cache = shape_strides ? with_shape_strides(kv) : kv;
     g.block_table = inputs_.context_table.as<int32_t>();
     g.block_table_stride = limits_.block_table_stride;
     g.ctx_lens = inputs_.context_lens.as<int32_t>();
@@ -420,7 +446,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     g.k_out = ctx_k_.as<float>();
     g.v_out = k_only ? nullptr : ctx_v_.as<float>();
     g.num_seqs = p.num_context_seqs;
-    g.assume_contiguous = s_.regressions.has(Regression::gather_assumes_contiguous);
+    g.total_ctx = p.total_context_tokens();
     dev_.gather_kv(g);
 
     VarlenAttnArgs c = varlen(ctx_k_.as<float>(), k_only ? ctx_k_.as<float>() : ctx_v_.as<float>(),
@@ -429,6 +455,8 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     c.out = ctx_out_.as<float>();
     c.lse = ctx_lse_.as<float>();
     c.num_seqs = p.num_context_seqs;
+    c.num_rows = p.prefill_tokens_with_context;
+    c.num_keys = p.total_context_tokens();
     dev_.varlen_attention(c);
   }
   const size_t kv_off = static_cast<size_t>(p.num_decode) * m.kv_width;
@@ -437,6 +465,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   n.out = new_out_.as<float>();
   n.lse = new_lse_.as<float>();
   n.num_seqs = p.num_prefill_seqs;
+  n.num_rows = n.num_keys = np;
   // The new tokens' K/V come from the projections: attend to them as the cache stores them.
   n.kv_dtype = kv.dtype;
   n.k_scale = kv.k_scale;

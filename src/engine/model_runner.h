@@ -77,8 +77,9 @@ class ModelRunner {
   void upload_weights(const ModelWeights& w);
   void allocate_buffers();
   void capture_graphs();
-  // Where this step's decode reads its split-KV plan (the seed-003 switch, in one place).
-  const int32_t* decode_metadata(const StepPlan& p, std::vector<DeviceBuffer>& keep);
+  // Runs the decode plan step; returns where this step's decode reads its plan (the seed-003
+  // switch, in one place).
+  const int32_t* plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep);
   void poison_outputs(const StepPlan& p);
   void zero_init_outputs(int32_t rows);
   void ensure_context_capacity(int32_t tokens);
@@ -112,15 +113,18 @@ class ModelRunner {
   CacheLayoutPlan cache_plan_;
   std::vector<DeviceBuffer> caches_;
   std::vector<LayerBuffers> layers_;
-  GraphInputs inputs_;  // persistent: graphs hold their addresses
+  GraphInputs inputs_;        // persistent: graphs hold their addresses
+  DeviceBuffer decode_plan_;  // persistent: the plan step writes it, the decode reads it
+  size_t plan_bytes_ = 0;
   // Activations and workspaces.
   DeviceBuffer h_, x_, q_, k_, v_, gate_, latent_out_;
-  DeviceBuffer ctx_out_, ctx_lse_, new_out_, new_lse_, partial_out_, partial_lse_;
+  DeviceBuffer ctx_out_, ctx_lse_, new_out_, new_lse_, decode_workspace_;
+  size_t partial_lse_offset_ = 0;  // floats into decode_workspace_
   DeviceBuffer ctx_k_, ctx_v_;
   int32_t ctx_capacity_ = 0;
   DeviceBuffer logits_, sampled_;
   std::map<int32_t, GraphId> graphs_;  // capture size -> graph
-  std::vector<DeviceBuffer> graph_metadata_;  // seed-003 bug: fresh metadata the graphs captured
+  std::vector<DeviceBuffer> graph_metadata_;  // seed-003 bug: fresh plans the graphs captured
   RunnerTiming timing_;
 };
 

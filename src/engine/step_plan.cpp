@@ -5,22 +5,11 @@
 namespace kv {
 namespace {
 
-int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
-
 void append_block_row(std::vector<int32_t>& table, const std::vector<int32_t>& blocks,
                       int32_t stride) {
   const size_t at = table.size();
   table.resize(at + stride, 0);  // unused entries point at the null block
   std::copy_n(blocks.begin(), std::min<size_t>(blocks.size(), stride), table.begin() + at);
-}
-
-// The metadata buffer's contents (kDecodeMetaHeader) for one chunk size: padded rows get 0 splits.
-std::vector<int32_t> split_meta(const std::vector<int32_t>& seq_lens, int32_t chunk) {
-  std::vector<int32_t> meta(kDecodeMetaHeader + seq_lens.size());
-  meta[0] = chunk;
-  for (size_t r = 0; r < seq_lens.size(); ++r)
-    meta[kDecodeMetaHeader + r] = seq_lens[r] > 0 ? ceil_div(seq_lens[r], chunk) : 0;
-  return meta;
 }
 
 void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
@@ -36,12 +25,6 @@ void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
   }
 }
 
-std::vector<int32_t> decode_meta_for(const StepPlan& p, const PlanLimits& limits) {
-  return limits.fp8_decode
-             ? plan_decode_splits_fp8(p.decode_seq_lens, limits.block_size, limits.max_decode_splits)
-             : plan_decode_splits(p.decode_seq_lens, limits.block_size, limits.max_decode_splits);
-}
-
 // Linear-attention sequences are listed decode rows first, so padded decode rows (appended after
 // the real ones) must come before any prefill sequence: graphs only pad decode-only steps.
 void add_linear_seq(StepPlan& p, int32_t rows, int32_t state_block, bool has_state) {
@@ -51,31 +34,6 @@ void add_linear_seq(StepPlan& p, int32_t rows, int32_t state_block, bool has_sta
 }
 
 }  // namespace
-
-std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, int32_t block_size,
-                                        int32_t max_splits) {
-  // One chunk size for the whole batch, as flash-decoding schedulers pick it: enough splits for
-  // the longest row to spread over max_splits, never less than one block.
-  int32_t longest = 0;
-  for (int32_t s : seq_lens) longest = std::max(longest, s);
-  const int32_t blocks = std::max(1, ceil_div(longest, block_size));
-  return split_meta(seq_lens, ceil_div(blocks, max_splits) * block_size);
-}
-
-std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens,
-                                            int32_t block_size, int32_t max_splits) {
-  int32_t longest = 0;
-  int64_t total_blocks = 0;
-  for (int32_t s : seq_lens) {
-    longest = std::max(longest, s);
-    total_blocks += ceil_div(s, block_size);
-  }
-  const int32_t longest_blocks = std::max(1, ceil_div(longest, block_size));
-  const auto balanced = static_cast<int32_t>((total_blocks + kFp8WorkParts - 1) / kFp8WorkParts);
-  // At least what keeps the longest row within max_splits; otherwise an equal share of the work.
-  const int32_t chunk_blocks = std::max({1, ceil_div(longest_blocks, max_splits), balanced});
-  return split_meta(seq_lens, chunk_blocks * block_size);
-}
 
 StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
                          const PlanLimits& limits) {
@@ -136,7 +94,6 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
     }
   }
   if (p.use_graph) pad_decode_rows(p, limits);
-  p.decode_meta = decode_meta_for(p, limits);
   return p;
 }
 
@@ -152,7 +109,6 @@ StepPlan build_capture_plan(int32_t rows, const PlanLimits& limits) {
   std::fill(p.decode_seq_lens.begin(), p.decode_seq_lens.end(), 1);
   p.prefill_q_starts.push_back(0);
   p.context_starts.push_back(0);
-  p.decode_meta = decode_meta_for(p, limits);
   return p;
 }
 

@@ -29,7 +29,6 @@ struct StepPlan {
   int32_t block_table_stride = 0;          // max blocks per sequence
   std::vector<int32_t> decode_block_table;  // [padded decode rows][block_table_stride]
   std::vector<int32_t> decode_seq_lens;
-  std::vector<int32_t> decode_meta;         // split-KV plan, see kDecodeMetaHeader
 
   // Prefill sequences, context ones first. Rows of sequence i: [q_starts[i], q_starts[i+1])
   // relative to the first prefill row.
@@ -68,19 +67,6 @@ struct PlanLimits {
   std::vector<int32_t> capture_sizes;         // empty: no graphs
   bool fp8_decode = false;                    // the fp8 path builds its decode metadata itself
 };
-
-// Decode split-KV plan for these sequence lengths: chunk size (a multiple of the block size) and
-// splits per row, at most max_splits per row. Padded rows (seq_len 0) get 0 splits.
-std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, int32_t block_size,
-                                        int32_t max_splits);
-
-// The fp8 decode path's own metadata builder, as FlashMLA's fp8 path has its own: it balances the
-// batch's KV blocks over kFp8WorkParts work partitions instead of splitting the longest row over
-// max_splits, so its plans differ from plan_decode_splits' whenever the batch is uneven. Same
-// format and the same limit of max_splits per row.
-inline constexpr int32_t kFp8WorkParts = 8;
-std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens,
-                                            int32_t block_size, int32_t max_splits);
 
 StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
                          const PlanLimits& limits);

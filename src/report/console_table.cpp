@@ -100,6 +100,16 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
   os << fmt::format("device: {}   seed: {}   regressions: {}   tolerance: {}\n", r.device, r.seed,
                     r.regressions.empty() ? "none" : join(r.regressions, ", "),
                     format_error_value(r.tolerance));
+  if (r.backend) {
+    const BackendReport& b = *r.backend;
+    os << fmt::format("backend: {} {} ({}) ran {} of {} op calls\n", b.name, b.version, b.path,
+                      b.backend_calls(), b.total_calls());
+    std::vector<std::string> on;
+    for (const auto& o : b.ops)
+      if (o.placement == "backend") on.push_back(o.op);
+    os << "  on the backend: " << (on.empty() ? "none" : join(on, ", ")) << '\n';
+    for (const auto& n : b.notes) os << "  " << n << '\n';
+  }
   // Sampled mode changes what "clean" and "max rel err" cover; say so where the figures are.
   if (r.reference_mode == ReferenceMode::sampled)
     os << fmt::format("reference: sampled, {} request{} per epoch\n", r.reference_sampled_requests,

@@ -50,6 +50,20 @@ json to_json(const EpochStats& e) {
   };
 }
 
+json to_json(const BackendReport& b) {
+  json ops = json::array();
+  for (const auto& o : b.ops)
+    ops.push_back({{"op", o.op},
+                   {"placement", o.placement},
+                   {"backend_calls", o.backend_calls},
+                   {"builtin_calls", o.builtin_calls}});
+  return json{{"path", b.path},       {"name", b.name},
+              {"version", b.version}, {"sha256", b.sha256},
+              {"abi_version", b.abi_version}, {"ops", std::move(ops)},
+              {"backend_calls", b.backend_calls()}, {"total_calls", b.total_calls()},
+              {"notes", b.notes}};
+}
+
 json to_json(const RunResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) epochs.push_back(to_json(e));
@@ -70,6 +84,7 @@ json to_json(const RunResult& r) {
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},
   };
+  if (r.backend) doc["backend"] = to_json(*r.backend);
   // Only where it means something: a full-mode document stays as it always was.
   if (r.reference_mode == ReferenceMode::sampled)
     doc["reference_sampled_requests"] = r.reference_sampled_requests;

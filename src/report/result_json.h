@@ -16,6 +16,7 @@ inline constexpr const char* kResultSchema = "kvcheck.result/2";
 
 nlohmann::json to_json(const Failure& f);
 nlohmann::json to_json(const EpochStats& e);
+nlohmann::json to_json(const BackendReport& b);
 nlohmann::json to_json(const RunResult& r);
 
 // The document as written to disk and to stdout: two-space indent, trailing newline.

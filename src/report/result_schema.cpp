@@ -103,6 +103,33 @@ Json epoch_schema() {
   });
 }
 
+Json backend_schema() {
+  Json op = object(Json{
+      {"op", Json{{"type", "string"}}},
+      {"placement", described("backend: it ran there; builtin: on the built-in device (not "
+                              "implemented, pinned with --backend-op, or fallen back); unused: "
+                              "the scenario never called it.",
+                              enum_of(std::vector<std::string>{"backend", "builtin", "unused"}))},
+      {"backend_calls", integer(0)},
+      {"builtin_calls", integer(0)},
+  });
+  return described(
+      "Only with --backend: the plugin under test and what it ran of the scenario.",
+      object(Json{
+          {"path", Json{{"type", "string"}}},
+          {"name", Json{{"type", "string"}}},
+          {"version", Json{{"type", "string"}}},
+          {"sha256", described("Of the library file, as sha256sum prints it.",
+                               Json{{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}})},
+          {"abi_version", integer(1)},
+          {"ops", Json{{"type", "array"}, {"items", op}}},
+          {"backend_calls", described("Op calls the backend ran (never 0 in a result).",
+                                      integer(1))},
+          {"total_calls", integer(0)},
+          {"notes", Json{{"type", "array"}, {"items", Json{{"type", "string"}}}}},
+      }));
+}
+
 }  // namespace
 
 std::string result_schema_text() {
@@ -138,9 +165,10 @@ std::string result_schema_text() {
                  integer(1))},
       {"epochs", Json{{"type", "array"}, {"items", epoch_schema()}}},
       {"first_failure", Json{{"oneOf", Json::array({Json{{"type", "null"}}, failure_schema()})}}},
+      {"backend", backend_schema()},
       {"seconds", number()},
   };
-  Json body = object(std::move(props), {"reference_sampled_requests"});
+  Json body = object(std::move(props), {"reference_sampled_requests", "backend"});
   for (auto& [k, v] : body.items()) doc[k] = v;
   doc["$defs"] = Json{
       {"number", described("A number, or a non-finite one as a string.",

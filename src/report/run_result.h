@@ -46,6 +46,34 @@ struct EpochStats : EpochCounters {
   double check_seconds = 0.0;               // of which spent in the reference and checks
 };
 
+// What a backend plugin ran of the scenario (`kvcheck run --backend`).
+struct BackendOpReport {
+  std::string op;         // an ABI op: write_kv, paged_decode, ...
+  std::string placement;  // "backend", "builtin" (not implemented, pinned or fallen back), "unused"
+  int64_t backend_calls = 0;
+  int64_t builtin_calls = 0;
+};
+
+struct BackendReport {
+  std::string path;  // absolute
+  std::string name;
+  std::string version;
+  std::string sha256;  // of the library file
+  int32_t abi_version = 0;
+  std::vector<BackendOpReport> ops;
+  std::vector<std::string> notes;  // ops that run built-in and why; what the engine adapted
+  int64_t backend_calls() const {
+    int64_t n = 0;
+    for (const auto& o : ops) n += o.backend_calls;
+    return n;
+  }
+  int64_t total_calls() const {
+    int64_t n = 0;
+    for (const auto& o : ops) n += o.backend_calls + o.builtin_calls;
+    return n;
+  }
+};
+
 struct RunResult {
   std::string scenario;       // name
   std::string scenario_path;
@@ -59,6 +87,7 @@ struct RunResult {
   int32_t reference_sampled_requests = 0;  // sampled mode: requests checked per epoch (at most)
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
+  std::optional<BackendReport> backend;  // only with --backend
   double seconds = 0.0;
 
   bool meets_expectation() const {

@@ -23,8 +23,8 @@ const std::vector<RegressionInfo>& all_regressions() {
        "whole last tile, so stale NaN in a recycled block reaches P*V",
        "seed 000, vLLM PR 43961 (MLA + linear attention garbage after the cache fills)"},
       {Regression::gather_assumes_contiguous, "gather-assumes-contiguous",
-       "the context gather computes block addresses from the shape instead of the cache's "
-       "strides; wrong on the interleaved [K0][V0][K1][V1] layout",
+       "the context gather is handed a cache descriptor whose strides were computed from the "
+       "shape instead of the cache's own; wrong on the interleaved [K0][V0][K1][V1] layout",
        "seed 004, vLLM PR 37228 (ROCm hybrid-model gather)"},
   };
   return list;

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/step_plan.h"
+#include "kernels/decode_splits.h"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/decode_bench.h"
 #include "kernels/cuda/decode_path.h"

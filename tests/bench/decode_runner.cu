@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/step_plan.h"
+#include "kernels/decode_splits.h"
 #include "kernels/paged_kv.cuh"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/decode_bench.h"

@@ -4,6 +4,8 @@
 
 #include "engine/step_plan.h"
 
+#include "kernels/decode_splits.h"
+
 namespace kv {
 namespace {
 
@@ -70,7 +72,9 @@ TEST(StepPlan, DecodeOnlyStepIsPaddedToTheSmallestCaptureSize) {
   EXPECT_EQ(p.slot_mapping[3], -1);
   EXPECT_EQ(p.decode_seq_lens[3], 0);
   for (int32_t k = 0; k < 5; ++k) EXPECT_EQ(p.decode_block_table[3 * 5 + k], 0);  // null block
-  EXPECT_EQ(p.decode_meta[kDecodeMetaHeader + 3], 0);  // no splits for a padded row
+  // No splits for a padded row, whichever built-in planner runs.
+  for (DType dt : {DType::bf16, DType::fp8_e4m3})
+    EXPECT_EQ(plan_decode_splits_for(dt, p.decode_seq_lens, 3, 4)[kDecodeMetaHeader + 3], 0);
 }
 
 TEST(StepPlan, MixedOrOversizedStepsRunEagerly) {
@@ -147,16 +151,11 @@ TEST(StepPlan, Fp8MetadataBuilderBalancesBlocksOverWorkParts) {
 }
 
 TEST(StepPlan, Fp8CachesPlanWithTheirOwnBuilder) {
-  PlanFixture f;
-  SchedulerOutput out;
-  out.chunks = {{1, 9, 1, true, true}, {3, 7, 1, true, true}};
-  PlanLimits l = f.limits();
-  l.max_decode_splits = 4;
-  const StepPlan bf16 = build_step_plan(out, f.sched, l);
-  l.fp8_decode = true;
-  const StepPlan fp8 = build_step_plan(out, f.sched, l);
-  EXPECT_EQ(bf16.decode_meta, plan_decode_splits(bf16.decode_seq_lens, 3, 4));
-  EXPECT_EQ(fp8.decode_meta, plan_decode_splits_fp8(fp8.decode_seq_lens, 3, 4));
+  const std::vector<int32_t> lens = {9, 7, 40, 0};
+  EXPECT_EQ(plan_decode_splits_for(DType::bf16, lens, 3, 4), plan_decode_splits(lens, 3, 4));
+  EXPECT_EQ(plan_decode_splits_for(DType::f32, lens, 3, 4), plan_decode_splits(lens, 3, 4));
+  EXPECT_EQ(plan_decode_splits_for(DType::fp8_e4m3, lens, 3, 4),
+            plan_decode_splits_fp8(lens, 3, 4));
 }
 
 }  // namespace

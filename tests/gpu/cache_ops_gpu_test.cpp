@@ -91,7 +91,7 @@ TEST_F(GpuCacheOps, GatherKvMatchesHostWithAndWithoutTheContiguousBug) {
       for (KvLayout layout : kLayouts)
         for (int32_t bs : kBlockSizes)
           for (bool bug : {false, true}) {
-            SCOPED_TRACE(config(t, layout, bs, shape) + (bug ? " assume_contiguous" : ""));
+            SCOPED_TRACE(config(t, layout, bs, shape) + (bug ? " shape strides" : ""));
             const std::vector<int32_t> lens = {0, 1, bs, 2 * bs + 1,
                                                test::random_int(rng_, 2, 29)};
             const int32_t stride = 40 / bs + 4;
@@ -110,7 +110,7 @@ TEST_F(GpuCacheOps, GatherKvMatchesHostWithAndWithoutTheContiguousBug) {
             const Twin ko = poisoned_floats(out_n), vo = poisoned_floats(out_n);
             on_both([&](Device& d, Side s) {
               GatherKvArgs a;
-              a.cache = c.desc(s);
+              a.cache = bug ? with_shape_strides(c.desc(s)) : c.desc(s);
               a.block_table = tb.p<int32_t>(s);
               a.block_table_stride = stride;
               a.ctx_lens = ln.p<int32_t>(s);
@@ -118,7 +118,6 @@ TEST_F(GpuCacheOps, GatherKvMatchesHostWithAndWithoutTheContiguousBug) {
               a.k_out = ko.p<float>(s);
               a.v_out = shape.mla ? nullptr : vo.p<float>(s);
               a.num_seqs = static_cast<int32_t>(lens.size());
-              a.assume_contiguous = bug;
               d.gather_kv(a);
             });
             EXPECT_TRUE(same_floats(get<float>(ko, Side::host, out_n),

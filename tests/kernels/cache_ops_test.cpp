@@ -86,9 +86,8 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
         std::vector<float> ko(total * row + 7), vo(total * row + 7);
         poison(ko);
         poison(vo);
-        GatherKvArgs g{c.desc,        table.data(), stride,    lens.data(),
-                       starts.data(), ko.data(),    vo.data(), static_cast<int32_t>(lens.size()),
-                       false};
+        GatherKvArgs g{c.desc,        table.data(), stride,   lens.data(),
+                       starts.data(), ko.data(),    vo.data(), static_cast<int32_t>(lens.size())};
         host::gather_kv(g);
         for (int32_t i = 0; i < total * row; ++i) {
           ASSERT_EQ(f32_bits(ko[i]), f32_bits(cache_round(k[i], dt, c.desc.k_scale))) << i;
@@ -103,7 +102,7 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
         poison(vb);
         g.k_out = kb.data();
         g.v_out = vb.data();
-        g.assume_contiguous = true;
+        g.cache = with_shape_strides(c.desc);
         host::gather_kv(g);
         const bool same = memcmp(kb.data(), ko.data(), kb.size() * 4) == 0 &&
                           memcmp(vb.data(), vo.data(), vb.size() * 4) == 0;
@@ -197,9 +196,9 @@ TEST(GatherKv, NullVOutGathersKOnly) {
         poison(k_both);
         poison(v_both);
         poison(k_only);
-        GatherKvArgs g{c.desc,        table.data(),         stride,
-                       lens.data(),   starts.data(),        k_both.data(),
-                       v_both.data(), int32_t(lens.size()), bug};
+        GatherKvArgs g{bug ? with_shape_strides(c.desc) : c.desc,
+                       table.data(),  stride,        lens.data(), starts.data(), k_both.data(),
+                       v_both.data(), int32_t(lens.size())};
         host::gather_kv(g);
         g.k_out = k_only.data();
         g.v_out = nullptr;

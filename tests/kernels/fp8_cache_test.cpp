@@ -85,7 +85,7 @@ TEST(Fp8Cache, RoundThroughScaledMatchesWriteThenLoadBitForBit) {
     std::iota(table.begin(), table.end(), 0);
     std::vector<float> gathered(n);
     host::gather_kv(GatherKvArgs{c.desc, table.data(), nb, lens.data(), starts.data(),
-                                 gathered.data(), nullptr, 1, false});
+                                 gathered.data(), nullptr, 1});
     for (int32_t i = 0; i < n; ++i) {
       const float want = round_through_scaled(xs[i], DType::fp8_e4m3, scale);
       const float loaded = load_k(c.desc, i / bs, i % bs, 0, 0);

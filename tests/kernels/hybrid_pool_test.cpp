@@ -213,9 +213,9 @@ LayoutResult run_on(TestCache& c, const std::vector<int32_t>& lens,
     poison(*o);
   }
   GatherKvArgs g{c.desc,       table.data(), stride, lens.data(), starts.data(),
-                 res.k.data(), res.v.data(), rows,   false};
+                 res.k.data(), res.v.data(), rows};
   host::gather_kv(g);
-  g.k_out = res.k_bug.data(), g.v_out = res.v_bug.data(), g.assume_contiguous = true;
+  g.k_out = res.k_bug.data(), g.v_out = res.v_bug.data(), g.cache = with_shape_strides(c.desc);
   host::gather_kv(g);
   return res;
 }

@@ -96,6 +96,15 @@ void CudaDevice::fill(void* dst, size_t bytes, FillPattern pattern, uint64_t see
 
 // ---- ops ----
 
+void CudaDevice::run_external(const char* op, const std::function<void(void* stream)>& fn) {
+  note_op(op);
+  fn(stream_);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    cuda_detail::throw_cuda(e, std::string("op ") + op + (capturing_ ? " (while capturing)" : ""),
+                            "kernel launch");
+}
+
 void CudaDevice::note_op(const char* op) {
   if (capturing_) recording_.push_back(op);
   pending_.push_back(op);

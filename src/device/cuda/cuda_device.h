@@ -61,6 +61,9 @@ class CudaDevice : public Device {
   void linear(const LinearArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
   void memset_async(void* dst, size_t bytes, FillPattern pattern) override;
+  void run_external(const char* op, const std::function<void(void* stream)>& fn) override;
+  int32_t dl_device_type() const override { return 2; }  // kDLCUDA
+  int32_t dl_device_id() const override { return ordinal_; }
 
   void begin_capture() override;
   GraphId end_capture() override;

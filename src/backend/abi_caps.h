@@ -1,0 +1,29 @@
+// abi_caps.h — what a loaded backend declares (include/kvcheck/backend.h): which ops it implements
+// and whether its capabilities (kvcheck_caps) take a scenario's cache. kvcheck checks a scenario
+// against them before running; a refusal names the capability.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/dtype.cuh"
+#include "kvcheck/backend.h"
+
+namespace kv::backend {
+
+// The cache one attention layer of a scenario uses, as the caps describe caches.
+struct CacheShape {
+  DType dtype = DType::f32;
+  kvcheck_kv_layout layout = KVCHECK_LAYOUT_KV_SEPARATE;
+  int32_t head_dim = 0;
+  int32_t block_size = 0;
+};
+
+// Whether the backend's table has the op (a non-NULL function); false past its struct_size.
+bool implements(const kvcheck_backend& b, kvcheck_op op);
+
+// Why `caps` cannot take `cache` ("cache dtype fp8_e4m3 is not among the backend's: f32 bf16"),
+// or "" if they can. Caps whose struct_size is below the v1 size take nothing.
+std::string caps_refusal(const kvcheck_caps& caps, const CacheShape& cache);
+
+}  // namespace kv::backend

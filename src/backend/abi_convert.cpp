@@ -1,0 +1,209 @@
+// abi_convert.cpp — kvcheck -> ABI: AbiBuilder (abi_convert.h). Row tensors are 3-d
+// [rows][heads][features] with the descriptor's row stride and packed heads; lse tensors 2-d
+// [rows][heads], packed; index arrays 1-d; the cache 4-d [block][entry][head][feature].
+#include <stdexcept>
+#include <string>
+
+#include "backend/abi_convert.h"
+#include "kernels/decode_splits.h"
+
+namespace kv::backend {
+
+void AbiBuilder::cache(kvcheck_paged_kv& r, const PagedKv& c) {
+  r.struct_size = sizeof(r);
+  r.layout = layout_of(c);
+  r.dtype = to_abi(c.dtype);
+  r.num_blocks = c.num_blocks;
+  r.block_size = c.block_size;
+  r.num_kv_heads = c.num_kv_heads;
+  r.head_dim = c.head_dim;
+  r.null_block = 0;
+  view(r.k, c.k, r.dtype, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim},
+       {c.k_stride_block, c.k_stride_token, c.k_stride_head, 1});
+  view(r.v, c.v, r.dtype, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim},
+       {c.v_stride_block, c.v_stride_token, c.v_stride_head, 1});
+  r.k_scale = c.k_scale;
+  r.v_scale = c.v_scale;
+}
+
+kvcheck_write_kv_args AbiBuilder::write_kv(const WriteKvArgs& a) {
+  pool_.reset();
+  kvcheck_write_kv_args r{};
+  r.struct_size = sizeof(r);
+  cache(r.cache, a.cache);
+  const int32_t n = a.num_tokens, h = a.cache.num_kv_heads, hd = a.cache.head_dim;
+  rows(r.k, a.k, KVCHECK_F32, n, h, hd, a.k_row_stride);
+  rows(r.v, a.v, KVCHECK_F32, n, h, hd, a.v_row_stride);
+  array(r.slot_mapping, a.slot_mapping, KVCHECK_I64, n);
+  r.num_tokens = n;
+  return r;
+}
+
+kvcheck_paged_decode_args AbiBuilder::paged_decode(const PagedDecodeArgs& a,
+                                                   const DecodeBuffers& b) {
+  pool_.reset();
+  kvcheck_paged_decode_args r{};
+  r.struct_size = sizeof(r);
+  cache(r.cache, a.cache);
+  const int32_t n = a.num_rows, nq = a.num_q_heads, hd = a.cache.head_dim;
+  const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
+  rows(r.q, a.q, KVCHECK_F32, n, nq, hd, a.q_row_stride);
+  rows(r.out, a.out, KVCHECK_F32, n, nq, vd, a.out_row_stride);
+  view(r.lse, b.lse, KVCHECK_F32, {n, nq}, {nq, 1});
+  view(r.block_table, a.block_table, KVCHECK_I32, {n, a.block_table_stride},
+       {a.block_table_stride, 1});
+  array(r.seq_lens, a.seq_lens, KVCHECK_I32, n);
+  if (b.plan)
+    array(r.plan, b.plan, kAbiU8, static_cast<int64_t>(b.plan_bytes));
+  else
+    array(r.plan, a.split_meta, kAbiU8, static_cast<int64_t>(decode_plan_bytes(n)));
+  if (b.workspace) {
+    array(r.workspace, b.workspace, kAbiU8, static_cast<int64_t>(b.workspace_bytes));
+  } else if (a.partial_out) {
+    const int64_t out_floats = static_cast<int64_t>(n) * a.max_splits * nq * vd;
+    if (a.partial_lse != a.partial_out + out_floats)
+      throw std::invalid_argument(
+          "paged_decode: partial_lse does not follow partial_out: pass the workspace the "
+          "backend asked for in DecodeBuffers");
+    array(r.workspace, a.partial_out, kAbiU8,
+          static_cast<int64_t>(decode_workspace_bytes(n, nq, vd, a.max_splits)));
+  } else {
+    array(r.workspace, nullptr, kAbiU8, 0);
+  }
+  r.num_rows = n;
+  r.num_q_heads = nq;
+  r.v_dim = vd;
+  r.scale = a.scale;
+  r.max_splits = a.max_splits;
+  return r;
+}
+
+kvcheck_decode_plan_args AbiBuilder::decode_plan(const DecodePlanArgs& a) {
+  pool_.reset();
+  kvcheck_decode_plan_args r{};
+  r.struct_size = sizeof(r);
+  r.seq_lens_host = a.seq_lens_host;
+  r.num_rows = a.num_rows;
+  r.num_q_heads = a.num_q_heads;
+  r.num_kv_heads = a.num_kv_heads;
+  r.head_dim = a.head_dim;
+  r.v_dim = a.v_dim;
+  r.block_size = a.block_size;
+  r.cache_dtype = to_abi(a.cache_dtype);
+  r.max_splits = a.max_splits;
+  array(r.plan, a.plan, kAbiU8, static_cast<int64_t>(a.plan_bytes));
+  return r;
+}
+
+kvcheck_gather_kv_args AbiBuilder::gather_kv(const GatherKvArgs& a, int32_t total_ctx) {
+  pool_.reset();
+  kvcheck_gather_kv_args r{};
+  r.struct_size = sizeof(r);
+  cache(r.cache, a.cache);
+  const int32_t n = a.num_seqs, h = a.cache.num_kv_heads, hd = a.cache.head_dim;
+  view(r.block_table, a.block_table, KVCHECK_I32, {n, a.block_table_stride},
+       {a.block_table_stride, 1});
+  array(r.ctx_lens, a.ctx_lens, KVCHECK_I32, n);
+  array(r.ctx_starts, a.ctx_starts, KVCHECK_I32, n + 1);
+  rows(r.k_out, a.k_out, KVCHECK_F32, total_ctx, h, hd, static_cast<int64_t>(h) * hd);
+  rows(r.v_out, a.v_out, KVCHECK_F32, total_ctx, h, hd, static_cast<int64_t>(h) * hd);
+  r.num_seqs = n;
+  return r;
+}
+
+kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs& a,
+                                                           int32_t num_rows, int32_t keys) {
+  pool_.reset();
+  kvcheck_varlen_attention_args r{};
+  r.struct_size = sizeof(r);
+  const int32_t nq = a.num_q_heads, nkv = a.num_kv_heads, hd = a.head_dim;
+  const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
+  rows(r.q, a.q, KVCHECK_F32, num_rows, nq, hd, a.q_row_stride);
+  rows(r.k, a.k, KVCHECK_F32, keys, nkv, hd, a.kv_row_stride);
+  rows(r.v, a.v, KVCHECK_F32, keys, nkv, hd, a.kv_row_stride);
+  array(r.q_starts, a.q_starts, KVCHECK_I32, a.num_seqs + 1);
+  array(r.k_starts, a.k_starts, KVCHECK_I32, a.num_seqs + 1);
+  rows(r.out, a.out, KVCHECK_F32, num_rows, nq, vd, a.out_row_stride);
+  view(r.lse, a.lse, KVCHECK_F32, {num_rows, nq}, {nq, 1});
+  r.num_seqs = a.num_seqs;
+  r.num_q_heads = nq;
+  r.num_kv_heads = nkv;
+  r.head_dim = hd;
+  r.v_dim = vd;
+  r.scale = a.scale;
+  r.causal = a.causal ? 1 : 0;
+  r.kv_dtype = to_abi(a.kv_dtype);
+  r.k_scale = a.k_scale;
+  r.v_scale = a.v_scale;
+  return r;
+}
+
+kvcheck_merge_states_args AbiBuilder::merge_states(const MergeStatesArgs& a) {
+  pool_.reset();
+  kvcheck_merge_states_args r{};
+  r.struct_size = sizeof(r);
+  const int32_t n = a.num_rows, nh = a.num_heads, hd = a.head_dim;
+  rows(r.out_a, a.out_a, KVCHECK_F32, n, nh, hd, a.row_stride);
+  view(r.lse_a, a.lse_a, KVCHECK_F32, {n, nh}, {nh, 1});
+  rows(r.out_b, a.out_b, KVCHECK_F32, n, nh, hd, a.row_stride);
+  view(r.lse_b, a.lse_b, KVCHECK_F32, {n, nh}, {nh, 1});
+  rows(r.out, a.out, KVCHECK_F32, n, nh, hd, a.row_stride);
+  view(r.lse_out, a.lse, KVCHECK_F32, {n, nh}, {nh, 1});
+  r.num_rows = n;
+  r.num_merge = a.num_merge;
+  r.num_heads = nh;
+  r.head_dim = hd;
+  return r;
+}
+
+kvcheck_fill_blocks_args AbiBuilder::fill_blocks(const FillBlocksArgs& a) {
+  pool_.reset();
+  kvcheck_fill_blocks_args r{};
+  r.struct_size = sizeof(r);
+  cache(r.cache, a.cache);
+  array(r.block_ids, a.block_ids, KVCHECK_I32, a.num_ids);
+  r.num_ids = a.num_ids;
+  r.pattern = static_cast<int32_t>(a.pattern);
+  r.seed = a.seed;
+  return r;
+}
+
+kvcheck_linear_attention_args AbiBuilder::linear_attention(const LinearAttnArgs& a,
+                                                           int32_t num_rows,
+                                                           int32_t state_blocks) {
+  pool_.reset();
+  kvcheck_linear_attention_args r{};
+  r.struct_size = sizeof(r);
+  const int64_t nh = a.num_heads, d = a.head_dim;
+  view(r.state, a.state, KVCHECK_F32, {state_blocks, nh, d, d},
+       {a.state_block_stride, d * d, d, 1});
+  rows(r.q, a.q, KVCHECK_F32, num_rows, nh, d, a.qkv_row_stride);
+  rows(r.k, a.k, KVCHECK_F32, num_rows, nh, d, a.qkv_row_stride);
+  rows(r.v, a.v, KVCHECK_F32, num_rows, nh, d, a.qkv_row_stride);
+  view(r.gate, a.gate, KVCHECK_F32, {num_rows, nh}, {a.gate_row_stride, 1});
+  rows(r.out, a.out, KVCHECK_F32, num_rows, nh, d, a.out_row_stride);
+  array(r.seq_starts, a.seq_starts, KVCHECK_I32, a.num_seqs + 1);
+  array(r.state_blocks, a.state_blocks, KVCHECK_I32, a.num_seqs);
+  array(r.has_initial_state, a.has_initial_state, KVCHECK_I32, a.num_seqs);
+  r.num_seqs = a.num_seqs;
+  r.num_heads = a.num_heads;
+  r.head_dim = a.head_dim;
+  r.scale = a.scale;
+  return r;
+}
+
+kvcheck_quant_fp8_args AbiBuilder::quant_fp8(const QuantFp8Args& a) {
+  pool_.reset();
+  kvcheck_quant_fp8_args r{};
+  r.struct_size = sizeof(r);
+  view(r.x, a.x, KVCHECK_F32, {a.num_rows, a.cols}, {a.row_stride, 1});
+  view(r.y, a.y, KVCHECK_F32, {a.num_rows, a.cols}, {a.row_stride, 1});
+  array(r.amax_rows, a.amax_rows, KVCHECK_I32, 1);
+  r.amax_rows_fixed = a.amax_rows_fixed;
+  r.num_rows = a.num_rows;
+  r.cols = a.cols;
+  array(r.scale_out, a.scale_out, KVCHECK_F32, 1);
+  return r;
+}
+
+}  // namespace kv::backend

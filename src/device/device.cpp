@@ -1,0 +1,28 @@
+// device.cpp — what every built-in device shares: the built-in decode planner.
+#include "device/device.h"
+
+#include <vector>
+
+#include "kernels/decode_splits.h"
+
+namespace kv {
+
+void Device::paged_decode_plan(const DecodePlanArgs& a) {
+  const std::vector<int32_t> lens(a.seq_lens_host, a.seq_lens_host + a.num_rows);
+  const std::vector<int32_t> plan =
+      plan_decode_splits_for(a.cache_dtype, lens, a.block_size, a.max_splits);
+  const size_t bytes = plan.size() * sizeof(int32_t);
+  if (bytes > a.plan_bytes) throw DeviceError("decode plan larger than its buffer");
+  upload(a.plan, plan.data(), bytes);
+}
+
+size_t Device::decode_plan_bytes(int32_t max_rows, int32_t, int32_t) const {
+  return kv::decode_plan_bytes(max_rows);
+}
+
+size_t Device::decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
+                                      int32_t max_splits) const {
+  return static_cast<size_t>(max_rows) * max_splits * num_q_heads * (v_dim + 1) * sizeof(float);
+}
+
+}  // namespace kv

@@ -1,0 +1,119 @@
+// backend_device.h — the device of a run with a backend plugin: each attention/cache op goes to
+// the plugin or to the built-in device (`--device`), as the placement says; memory, fills, the
+// dense model ops and graphs stay the built-in device's. A plugin call goes through the built-in
+// device's run_external, so it keeps that device's stream order and is captured into its graphs
+// (recorded on the host, stream-captured on CUDA).
+//
+// It counts, per ABI op, the calls each side ran (a replay counts what its graph recorded), so a
+// run can say how much of the scenario the backend really ran: a backend that ran nothing never
+// reads as a backend that passed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/abi_convert.h"
+#include "plugin/backend_library.h"
+#include "device/device.h"
+
+namespace kv {
+
+// Which ops run on the backend (the rest on the built-in device).
+struct OpPlacement {
+  std::array<bool, KVCHECK_NUM_OPS> on_backend{};
+  bool operator[](kvcheck_op op) const { return on_backend[static_cast<size_t>(op)]; }
+};
+
+struct OpCalls {
+  int64_t backend = 0;
+  int64_t builtin = 0;
+};
+
+// A backend op returned an error status: a verdict about the backend, not a device failure.
+struct BackendOpError : std::runtime_error {
+  BackendOpError(std::string op, const std::string& message)
+      : std::runtime_error("backend op " + op + " failed: " + message), op(std::move(op)) {}
+  std::string op;
+};
+
+class BackendDevice : public Device {
+ public:
+  // `builtin` must outlive this device (it serves several runs, one BackendDevice each).
+  BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> backend, OpPlacement placement);
+
+  std::string name() const override { return builtin_->name(); }
+  std::optional<size_t> free_bytes() const override { return builtin_->free_bytes(); }
+  const BackendLibrary& backend() const { return *backend_; }
+  const OpPlacement& placement() const { return placement_; }
+  // Calls per ABI op so far (paged_prefill: unused by this engine yet).
+  const std::array<OpCalls, KVCHECK_NUM_OPS>& calls() const { return calls_; }
+  int64_t backend_calls() const;
+
+  void* alloc(size_t bytes) override { return builtin_->alloc(bytes); }
+  void release(void* p) override { builtin_->release(p); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    builtin_->upload(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    builtin_->download(dst, src, bytes);
+  }
+  void fill(void* dst, size_t bytes, FillPattern pattern, uint64_t seed) override {
+    builtin_->fill(dst, bytes, pattern, seed);
+  }
+
+  void paged_decode_plan(const DecodePlanArgs& a) override;
+  size_t decode_plan_bytes(int32_t max_rows, int32_t num_q_heads,
+                           int32_t max_splits) const override;
+  size_t decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
+                                int32_t max_splits) const override;
+
+  void write_kv(const WriteKvArgs& a) override;
+  void paged_decode(const PagedDecodeArgs& a) override;
+  void gather_kv(const GatherKvArgs& a) override;
+  void varlen_attention(const VarlenAttnArgs& a) override;
+  void merge_states(const MergeStatesArgs& a) override;
+  void linear_attention(const LinearAttnArgs& a) override;
+  void fill_blocks(const FillBlocksArgs& a) override;
+  void quant_fp8(const QuantFp8Args& a) override;
+  void embed(const EmbedArgs& a) override { builtin_->embed(a); }
+  void rms_norm(const RmsNormArgs& a) override { builtin_->rms_norm(a); }
+  void linear(const LinearArgs& a) override { builtin_->linear(a); }
+  void argmax(const ArgmaxArgs& a) override { builtin_->argmax(a); }
+  void memset_async(void* dst, size_t bytes, FillPattern pattern) override {
+    builtin_->memset_async(dst, bytes, pattern);
+  }
+  void run_external(const char* op, const std::function<void(void* stream)>& fn) override {
+    builtin_->run_external(op, fn);
+  }
+  int32_t dl_device_type() const override { return builtin_->dl_device_type(); }
+  int32_t dl_device_id() const override { return builtin_->dl_device_id(); }
+
+  void begin_capture() override;
+  GraphId end_capture() override;
+  void replay(GraphId g) override;
+  void synchronize() override { builtin_->synchronize(); }
+
+ private:
+  // One op on the side the placement says: `builtin()` runs it there, `call(table, stream, err)`
+  // calls the plugin with ABI args it builds when it runs (a graph replay rebuilds them).
+  template <class Builtin, class Call>
+  void route(kvcheck_op op, Builtin&& builtin, Call&& call);
+  void count(kvcheck_op op, bool on_backend);
+
+  Device* builtin_;
+  std::shared_ptr<BackendLibrary> backend_;
+  OpPlacement placement_;
+  DLDevice dl_device_;
+  mutable size_t plan_bytes_ = 0, workspace_bytes_ = 0;  // what the engine allocated, for the ABI
+  std::array<OpCalls, KVCHECK_NUM_OPS> calls_{};
+  bool capturing_ = false;
+  std::vector<std::pair<kvcheck_op, bool>> recording_;         // ops of the graph being captured
+  std::map<GraphId, std::vector<std::pair<kvcheck_op, bool>>> graph_ops_;
+};
+
+}  // namespace kv

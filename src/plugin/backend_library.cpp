@@ -1,0 +1,154 @@
+// backend_library.cpp — loading and checking a backend plugin.
+#include "plugin/backend_library.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "plugin/sha256.h"
+
+namespace kv {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ops in table order, each with its pointer's presence.
+std::vector<std::pair<kvcheck_op, bool>> op_slots(const kvcheck_backend& t) {
+  return {{KVCHECK_OP_WRITE_KV, t.write_kv != nullptr},
+          {KVCHECK_OP_PAGED_DECODE, t.paged_decode != nullptr},
+          {KVCHECK_OP_GATHER_KV, t.gather_kv != nullptr},
+          {KVCHECK_OP_VARLEN_ATTENTION, t.varlen_attention != nullptr},
+          {KVCHECK_OP_MERGE_STATES, t.merge_states != nullptr},
+          {KVCHECK_OP_LINEAR_ATTENTION, t.linear_attention != nullptr},
+          {KVCHECK_OP_FILL_BLOCKS, t.fill_blocks != nullptr},
+          {KVCHECK_OP_QUANT_FP8, t.quant_fp8 != nullptr},
+          {KVCHECK_OP_PAGED_PREFILL, t.paged_prefill != nullptr}};
+}
+
+// What the header requires of a table; the first contradiction, or "".
+std::string table_problem(const kvcheck_backend& t) {
+  if (t.struct_size < sizeof(kvcheck_backend))
+    return fmt::format("its table is {} bytes, smaller than ABI version {}'s {}", t.struct_size,
+                       KVCHECK_BACKEND_ABI_VERSION, sizeof(kvcheck_backend));
+  if (t.abi_version != KVCHECK_BACKEND_ABI_VERSION)
+    return fmt::format("its table says ABI version {}; this kvcheck speaks version {}",
+                       t.abi_version, KVCHECK_BACKEND_ABI_VERSION);
+  if (!t.name || !*t.name) return "its table has no name";
+  if (!t.version) return "its table has no version string";
+  const kvcheck_caps& c = t.caps;
+  if (c.struct_size < sizeof(kvcheck_caps))
+    return fmt::format("its caps are {} bytes, smaller than ABI version {}'s {}", c.struct_size,
+                       KVCHECK_BACKEND_ABI_VERSION, sizeof(kvcheck_caps));
+  if (c.io_dtype != KVCHECK_F32 && c.io_dtype != KVCHECK_BF16 && c.io_dtype != KVCHECK_F16)
+    return fmt::format("caps.io_dtype {} is not f32 (0), f16 (1) or bf16 (2)", c.io_dtype);
+  if (c.lse_base != KVCHECK_LSE_NATURAL && c.lse_base != KVCHECK_LSE_BASE2)
+    return fmt::format("caps.lse_base {} is neither natural (0) nor base 2 (1)", c.lse_base);
+  if (!(std::isinf(c.empty_row_lse)))
+    return fmt::format("caps.empty_row_lse {} is neither -inf nor +inf", c.empty_row_lse);
+  if (c.pad_seq_len != 0 && c.pad_seq_len != 1)
+    return fmt::format("caps.pad_seq_len {} is neither 0 nor 1", c.pad_seq_len);
+  if (c.pad_block_id != 0 && c.pad_block_id != -1)
+    return fmt::format("caps.pad_block_id {} is neither 0 nor -1", c.pad_block_id);
+  if (c.graph_support < KVCHECK_GRAPHS_NONE || c.graph_support > KVCHECK_GRAPHS_FULL)
+    return fmt::format("caps.graph_support {} is not none (0), decode (1) or full (2)",
+                       c.graph_support);
+  if ((c.num_head_dims > 0 && !c.head_dims) || (c.num_block_sizes > 0 && !c.block_sizes))
+    return "its caps count head dims or block sizes but give no list";
+  if (t.paged_decode_plan && !t.plan_bytes)
+    return "it has paged_decode_plan but no plan_bytes to size the plan buffer";
+  bool any = false;
+  for (const auto& [op, present] : op_slots(t)) any = any || present;
+  if (!any) return "it implements no op";
+  return "";
+}
+
+}  // namespace
+
+const char* abi_op_name(kvcheck_op op) {
+  switch (op) {
+    case KVCHECK_OP_WRITE_KV: return "write_kv";
+    case KVCHECK_OP_PAGED_DECODE: return "paged_decode";
+    case KVCHECK_OP_GATHER_KV: return "gather_kv";
+    case KVCHECK_OP_VARLEN_ATTENTION: return "varlen_attention";
+    case KVCHECK_OP_MERGE_STATES: return "merge_states";
+    case KVCHECK_OP_LINEAR_ATTENTION: return "linear_attention";
+    case KVCHECK_OP_FILL_BLOCKS: return "fill_blocks";
+    case KVCHECK_OP_QUANT_FP8: return "quant_fp8";
+    case KVCHECK_OP_PAGED_PREFILL: return "paged_prefill";
+    case KVCHECK_NUM_OPS: break;
+  }
+  return "?";
+}
+
+BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
+                               const std::string& options) {
+  auto fail = [&](const std::string& what) {
+    throw BackendLoadError(fmt::format("backend {}: {}", path, what));
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) fail("no such file");
+  path_ = fs::absolute(path, ec).lexically_normal().string();  // dlopen searches bare names
+  try {
+    sha256_ = sha256_file(path_);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* why = dlerror();
+    fail(fmt::format("cannot be loaded as a shared library: {}", why ? why : "unknown error"));
+  }
+  dlerror();
+  void* sym = dlsym(handle_, KVCHECK_BACKEND_INIT_SYMBOL);
+  if (!sym) {
+    dlclose(handle_);
+    fail(fmt::format("it does not export {} (a backend defines it with "
+                     "KVCHECK_BACKEND_EXPORT, include/kvcheck/backend.h)",
+                     KVCHECK_BACKEND_INIT_SYMBOL));
+  }
+  const auto init = reinterpret_cast<kvcheck_backend_init_fn>(sym);
+  kvcheck_host host{};
+  host.struct_size = sizeof(host);
+  host.abi_version = KVCHECK_BACKEND_ABI_VERSION;
+  host.device.device_type = static_cast<DLDeviceType>(device_type);
+  host.device.device_id = device_id;
+  host.options = options.c_str();
+  char err[512] = "";
+  table_ = init(KVCHECK_BACKEND_ABI_VERSION, &host, err, sizeof(err));
+  err[sizeof(err) - 1] = '\0';
+  if (!table_) {
+    dlclose(handle_);
+    fail(fmt::format("{} refused to start: {}", KVCHECK_BACKEND_INIT_SYMBOL,
+                     *err ? err : "(no message)"));
+  }
+  if (const std::string problem = table_problem(*table_); !problem.empty()) {
+    if (table_->struct_size >= sizeof(kvcheck_backend) && table_->destroy)
+      table_->destroy(table_->self);
+    dlclose(handle_);
+    fail(problem);
+  }
+}
+
+BackendLibrary::~BackendLibrary() {
+  if (table_ && table_->destroy) table_->destroy(table_->self);
+  // The library stays mapped: a backend may have left threads or atexit handlers behind, and
+  // unmapping their code under them would crash kvcheck at exit.
+}
+
+bool BackendLibrary::implements(kvcheck_op op) const {
+  for (const auto& [o, present] : op_slots(*table_))
+    if (o == op) return present;
+  return false;
+}
+
+std::vector<kvcheck_op> BackendLibrary::implemented_ops() const {
+  std::vector<kvcheck_op> ops;
+  for (const auto& [op, present] : op_slots(*table_))
+    if (present) ops.push_back(op);
+  return ops;
+}
+
+}  // namespace kv

@@ -1,0 +1,48 @@
+// backend_library.h — a backend plugin loaded from its shared library: dlopen, the one entry point
+// (kvcheck_backend_init), and a check of the table it returns before kvcheck trusts any of it.
+//
+// Everything that goes wrong here is "cannot run" (exit 3, 125 under --bisect): the file is not a
+// shared library, lacks the entry point, speaks another ABI version, refuses the device, or returns
+// a table that contradicts the header. The message names the backend and exactly what is missing.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kvcheck/backend.h"
+
+namespace kv {
+
+struct BackendLoadError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class BackendLibrary {
+ public:
+  // device: DLPack device type (kDLCPU, kDLCUDA) and index the run uses. Throws BackendLoadError.
+  BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
+                 const std::string& options = "");
+  ~BackendLibrary();
+  BackendLibrary(const BackendLibrary&) = delete;
+  BackendLibrary& operator=(const BackendLibrary&) = delete;
+
+  const kvcheck_backend& table() const { return *table_; }
+  const std::string& path() const { return path_; }      // absolute
+  const std::string& sha256() const { return sha256_; }  // of the file, as sha256sum prints it
+  std::string name() const { return table_->name; }
+  std::string version() const { return table_->version; }
+  bool implements(kvcheck_op op) const;
+  std::vector<kvcheck_op> implemented_ops() const;
+
+ private:
+  std::string path_, sha256_;
+  void* handle_ = nullptr;
+  const kvcheck_backend* table_ = nullptr;
+};
+
+// kvcheck's name of an ABI op (write_kv, paged_decode, ..., paged_prefill).
+const char* abi_op_name(kvcheck_op op);
+
+}  // namespace kv

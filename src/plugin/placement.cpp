@@ -1,0 +1,159 @@
+// placement.cpp — the backend's capabilities against a scenario, op by op.
+#include "plugin/placement.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "backend/abi_tensor.h"
+
+namespace kv {
+namespace {
+
+// One attention-like cache of the scenario as the ABI describes it.
+struct CacheUse {
+  const char* layer;  // "attention" or "mla"
+  kvcheck_kv_layout layout;
+  int32_t head_dim;
+};
+
+std::vector<CacheUse> cache_uses(const Scenario& s) {
+  std::vector<CacheUse> uses;
+  if (has_layer(s.model, LayerKind::attention))
+    uses.push_back({"attention",
+                    s.cache.layout == KvLayout::interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
+                                                            : KVCHECK_LAYOUT_KV_SEPARATE,
+                    s.model.head_dim});
+  if (has_layer(s.model, LayerKind::mla))
+    uses.push_back({"mla", KVCHECK_LAYOUT_MLA_LATENT, s.model.kv_lora_rank + s.model.qk_rope_dim});
+  return uses;
+}
+
+bool listed(const int32_t* list, int32_t n, int32_t v) {
+  return list == nullptr || n <= 0 || std::find(list, list + n, v) != list + n;
+}
+
+std::string list_text(const int32_t* list, int32_t n) {
+  std::string t;
+  for (int32_t i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(list[i]);
+  return t;
+}
+
+// Why the backend's `op` cannot take the scenario, or nullopt.
+std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, const Scenario& s) {
+  const bool cache_op = op == KVCHECK_OP_WRITE_KV || op == KVCHECK_OP_PAGED_DECODE ||
+                        op == KVCHECK_OP_GATHER_KV || op == KVCHECK_OP_FILL_BLOCKS ||
+                        op == KVCHECK_OP_PAGED_PREFILL;
+  const int32_t dtype = static_cast<int32_t>(s.cache.dtype);
+  if ((cache_op || op == KVCHECK_OP_VARLEN_ATTENTION) && c.cache_dtypes != 0 &&
+      !(c.cache_dtypes & KVCHECK_DTYPE_BIT(dtype)))
+    return fmt::format("its caps lack cache dtype {}", backend::dtype_name(dtype));
+  for (const CacheUse& u : cache_uses(s)) {
+    if (cache_op && c.layouts != 0 && !(c.layouts & KVCHECK_LAYOUT_BIT(u.layout)))
+      return fmt::format("its caps lack the {} layout ({} layers)", backend::layout_name(u.layout),
+                         u.layer);
+    if ((cache_op || op == KVCHECK_OP_VARLEN_ATTENTION) &&
+        !listed(c.head_dims, c.num_head_dims, u.head_dim))
+      return fmt::format("its caps lack head dim {} ({} layers; it takes {})", u.head_dim, u.layer,
+                         list_text(c.head_dims, c.num_head_dims));
+  }
+  if (cache_op && !listed(c.block_sizes, c.num_block_sizes, s.cache.block_size))
+    return fmt::format("its caps lack block size {} (it takes {})", s.cache.block_size,
+                       list_text(c.block_sizes, c.num_block_sizes));
+  const bool attention_io = op == KVCHECK_OP_PAGED_DECODE || op == KVCHECK_OP_VARLEN_ATTENTION ||
+                            op == KVCHECK_OP_PAGED_PREFILL;
+  if (attention_io && c.io_dtype != KVCHECK_F32)
+    return fmt::format("it asks for {} q/out, and this kvcheck converts only f32 so far",
+                       backend::dtype_name(c.io_dtype));
+  const bool padded = s.engine.cuda_graphs.mode == GraphMode::decode;
+  if (op == KVCHECK_OP_PAGED_DECODE && padded && (c.pad_seq_len != 0 || c.pad_block_id != 0))
+    return fmt::format("its padding contract (seq_len {}, block id {}) differs from the one this "
+                       "kvcheck pads graph rows with so far (seq_len 0, block id 0)",
+                       c.pad_seq_len, c.pad_block_id);
+  return std::nullopt;
+}
+
+// The ops the scenario calls at all.
+bool scenario_uses(kvcheck_op op, const Scenario& s) {
+  const bool attention_like =
+      has_layer(s.model, LayerKind::attention) || has_layer(s.model, LayerKind::mla);
+  switch (op) {
+    case KVCHECK_OP_LINEAR_ATTENTION: return has_layer(s.model, LayerKind::linear);
+    case KVCHECK_OP_FILL_BLOCKS: return true;
+    case KVCHECK_OP_PAGED_PREFILL: return false;  // the engine runs gather -> varlen -> merge
+    default: return attention_like;
+  }
+}
+
+}  // namespace
+
+std::optional<kvcheck_op> abi_op_from_name(const std::string& name) {
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    if (name == backend::op_name(static_cast<kvcheck_op>(i))) return static_cast<kvcheck_op>(i);
+  return std::nullopt;
+}
+
+std::vector<std::string> abi_op_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    names.emplace_back(backend::op_name(static_cast<kvcheck_op>(i)));
+  return names;
+}
+
+Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scenario& s) {
+  Placement out;
+  const kvcheck_caps& caps = lib.table().caps;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) {
+    const auto op = static_cast<kvcheck_op>(i);
+    if (!lib.implements(op) || !scenario_uses(op, s)) continue;
+    const std::string name = backend::op_name(op);
+    if (std::find(req.pinned_builtin.begin(), req.pinned_builtin.end(), op) !=
+        req.pinned_builtin.end()) {
+      out.notes.push_back(name + ": built-in (--backend-op " + name + "=builtin)");
+      continue;
+    }
+    if (const auto why = cannot_take(op, caps, s)) {
+      if (!req.allow_fallback)
+        throw BackendLoadError(fmt::format(
+            "backend {} cannot run scenario {}: it implements {}, but {}; pin the op to the "
+            "built-in device (--backend-op {}=builtin) or pass --allow-fallback",
+            lib.name(), s.name, name, *why, name));
+      out.notes.push_back(name + ": built-in (fallback: " + *why + ")");
+      continue;
+    }
+    out.ops.on_backend[static_cast<size_t>(op)] = true;
+  }
+  // Conventions the engine must bridge where a backend op hands its lse to a built-in one.
+  const bool varlen = out.ops[KVCHECK_OP_VARLEN_ATTENTION];
+  const bool merge = out.ops[KVCHECK_OP_MERGE_STATES];
+  if (varlen != merge && (caps.lse_base != KVCHECK_LSE_NATURAL || caps.empty_row_lse > 0))
+    throw BackendLoadError(fmt::format(
+        "backend {} cannot run scenario {}: its lse convention (base {}, empty rows {}) differs "
+        "from the built-in ops', and {} runs built-in while {} runs on the backend; this kvcheck "
+        "does not convert between them yet: put both on the same side (--backend-op)",
+        lib.name(), s.name, caps.lse_base == KVCHECK_LSE_BASE2 ? "2" : "e",
+        caps.empty_row_lse > 0 ? "+inf" : "-inf", varlen ? "merge_states" : "varlen_attention",
+        varlen ? "varlen_attention" : "merge_states"));
+  // New blocks zeroed for every attention-like layer if the backend needs it (a regression that
+  // forgets them still does: that is the bug it models).
+  if (caps.needs_zeroed_blocks) {
+    for (LayerKind k : {LayerKind::attention, LayerKind::mla})
+      if (std::find(s.engine.zero_new_blocks.begin(), s.engine.zero_new_blocks.end(), k) ==
+          s.engine.zero_new_blocks.end()) {
+        s.engine.zero_new_blocks.push_back(k);
+        out.notes.push_back(std::string("engine: zeroes new ") + to_string(k) +
+                            " blocks (the backend needs zeroed blocks)");
+      }
+  }
+  bool any_backend = false;
+  for (bool b : out.ops.on_backend) any_backend = any_backend || b;
+  if (caps.graph_support == KVCHECK_GRAPHS_NONE && any_backend &&
+      s.engine.cuda_graphs.mode != GraphMode::off) {
+    s.engine.cuda_graphs.mode = GraphMode::off;
+    out.notes.push_back("engine: CUDA graphs off (the backend supports none)");
+  }
+  return out;
+}
+
+}  // namespace kv

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""backend_equivalence.py KVCHECK PLUGIN SCENARIO OUTDIR — the ABI carries everything: the scenario
+run with kvcheck's own host ops behind the plugin ABI (--backend PLUGIN) gives the same exit code,
+verdict, first failure and per-epoch figures (all but wall times) as the in-process device, and the
+backend ran every op call of the run."""
+import json
+import pathlib
+import subprocess
+import sys
+
+TIMES = ("seconds", "check_seconds", "forward_seconds", "zero_init_seconds")
+
+
+def run(kvcheck, scenario, out, extra):
+    r = subprocess.run([kvcheck, "run", scenario, "--json", "-q", "--out", str(out)] + extra,
+                       capture_output=True, text=True)
+    if not r.stdout.strip():
+        sys.exit(f"no result document (exit {r.returncode}): {r.stderr.strip()}")
+    doc = json.loads(r.stdout)
+    backend = doc.pop("backend", None)
+    doc.pop("seconds")
+    for e in doc["epochs"]:
+        for k in TIMES:
+            e.pop(k)
+    return r.returncode, doc, backend
+
+
+def main():
+    kvcheck, plugin, scenario, out = sys.argv[1:5]
+    out = pathlib.Path(out)
+    code_a, inproc, _ = run(kvcheck, scenario, out / "in-process", [])
+    code_b, plugged, backend = run(kvcheck, scenario, out / "plugin", ["--backend", plugin])
+    problems = []
+    if code_a != code_b:
+        problems.append(f"exit {code_a} in process, {code_b} through the plugin")
+    for key in sorted(set(inproc) | set(plugged)):
+        if inproc.get(key) != plugged.get(key):
+            problems.append(f"{key}: {json.dumps(inproc.get(key))[:400]}\n"
+                            f"   vs {json.dumps(plugged.get(key))[:400]}")
+    if backend is None or backend["backend_calls"] != backend["total_calls"] or \
+            backend["backend_calls"] == 0:
+        problems.append(f"the backend did not run every op call: {json.dumps(backend)[:400]}")
+    for p in problems:
+        print("DIFFERENT:", p, file=sys.stderr)
+    print(f"{scenario}: {'same' if not problems else 'DIFFERENT'} "
+          f"({backend['backend_calls'] if backend else 0} backend op calls)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
