@@ -114,13 +114,14 @@ Command add_list_command(CLI::App& parent) {
       "Describe this backend plugin instead: name, version, ABI version, declared capabilities "
       "and where each op runs");
   app->add_option("--device", *device, "The device the backend is loaded for (--backend)")
-      ->check(CLI::IsMember({"host", "cuda"}))
+      ->check(CLI::IsMember(device_kinds()))
       ->needs(backend_opt);
   auto action = [json, backend, device]() {
     if (!backend->empty()) {
       try {
         // kDLCPU (1) or kDLCUDA (2), GPU 0: what the plugin is asked to serve at init.
-        const BackendLibrary lib(*backend, *device == "cuda" ? 2 : 1, 0);
+        const bool cuda = *device == "cuda" || (*device == "auto" && cuda_device_available());
+        const BackendLibrary lib(*backend, cuda ? 2 : 1, 0);
         if (*json)
           std::cout << nlohmann::json{{"schema", "kvcheck.list/2"},
                                       {"backend", backend_json(lib)}}.dump(2)
