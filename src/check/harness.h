@@ -13,6 +13,9 @@ namespace kv {
 struct HarnessHooks {
   // Called when an epoch ends (for progress logging); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
+  // Called with the epoch (1-based) and the step (0-based) about to run: (e, 0) when epoch e
+  // starts, (e, s + 1) once step s is checked. May be empty. (A worker's progress record.)
+  std::function<void(int32_t epoch, int32_t step)> on_step;
 };
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be

@@ -29,7 +29,8 @@ static int dispatch(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Debug output on stderr (per-epoch progress)")->excludes(q);
 
   const Command commands[] = {add_run_command(app), add_validate_command(app),
-                              add_list_command(app), add_schema_command(app)};
+                              add_list_command(app), add_schema_command(app),
+                              add_conform_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -112,6 +112,16 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--backend-option", opts->backend.options,
                   "Text handed to the backend at init (its own options)")
       ->needs(backend_opt);
+  app->add_option("--backend-timeout", opts->backend.timeout_seconds,
+                  "Seconds a backend op call may run before it counts as a hang (the worker is "
+                  "killed; verdict error)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str()
+      ->needs(backend_opt);
+  app->add_flag("--backend-sync", opts->backend.sync_each_op,
+                "Synchronise the device after every backend op call, so that an asynchronous "
+                "fault is pinned on the op that caused it (slower)")
+      ->needs(backend_opt);
 
   auto action = [=]() {
     RunOptions o = *opts;

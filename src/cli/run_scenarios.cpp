@@ -1,10 +1,19 @@
 // run_scenarios.cpp — the `kvcheck run` pipeline: validate all, then run each, then report.
+// With a backend, each scenario runs in a worker process: the worker makes the device, loads the
+// plugin, runs and checks, and sends back its result document and console table; the parent
+// writes the result file, prints, and turns a worker that crashed, exited or hung into an error
+// verdict named after the op, epoch and step of the shared progress record.
 #include "cli/run_scenarios.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <new>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -12,10 +21,12 @@
 #include <spdlog/spdlog.h>
 
 #include "check/harness.h"
+#include "check/tolerances.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
 #include "plugin/placement.h"
+#include "plugin/worker.h"
 #include "kernels/cuda/decode_path_env.h"
 #include "report/atomic_write.h"
 #include "report/console_table.h"
@@ -39,25 +50,54 @@ std::string result_file_name(const std::string& scenario_name) {
 
 namespace {
 
-void warn_mismatch(const RunResult& r) {
-  if (r.expected == Expectation::clean) {
-    spdlog::warn("{}: corruption found where the scenario expects clean output", r.scenario);
+// A worker that could not carry out its run has said why on stderr already.
+struct WorkerCannotRun : std::runtime_error {
+  WorkerCannotRun() : std::runtime_error("the worker could not carry out the run") {}
+};
+
+void warn_mismatch(const std::string& scenario, Expectation expected) {
+  if (expected == Expectation::clean) {
+    spdlog::warn("{}: corruption found where the scenario expects clean output", scenario);
     spdlog::warn("  hint: rerun with -v for per-epoch progress; if the corruption is the point "
                  "(a regression is on), pass --expect corrupt");
   } else {
-    spdlog::warn("{}: the expected corruption was not found", r.scenario);
+    spdlog::warn("{}: the expected corruption was not found", scenario);
     spdlog::warn("  hint: check that the regression is on (--regression NAME, `kvcheck list`) "
                  "and that the workload reaches it (epochs > 1, poisoned freed blocks)");
   }
 }
 
-HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs) {
+// Inside `catch (...)`: says why the run could not be carried out.
+void log_run_failure() {
+  try {
+    throw;
+  } catch (const DeviceUnavailable& e) {
+    spdlog::error("{}", e.what());
+  } catch (const BackendLoadError& e) {
+    spdlog::error("cannot run: {}", e.what());
+  } catch (const DeviceError& e) {
+    spdlog::error("device error: {}", e.what());
+    spdlog::error("  hint: the run could not be carried out; rerun with -v, or try --device host");
+  } catch (const WriteError& e) {
+    spdlog::error("{}", e.what());
+    spdlog::error("  hint: choose a writable folder with --out DIR");
+  } catch (const std::bad_alloc&) {
+    spdlog::error("out of memory; try a scenario with fewer blocks or requests");
+  } catch (const std::exception& e) {
+    spdlog::error("the run could not be carried out: {}", e.what());
+  }
+}
+
+HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs,
+                            ProgressRecord* record) {
   HarnessHooks hooks;
   hooks.on_epoch = [scenario, epochs](const EpochStats& e) {
     spdlog::debug("{}: epoch {}/{}: {}/{} requests clean, {} non-finite, max rel err {}, {}",
                   scenario, e.epoch, epochs, e.clean_requests, e.requests, e.nonfinite_outputs,
                   format_error_value(e.max_rel_error), format_duration(e.seconds));
   };
+  if (record)
+    hooks.on_step = [record](int32_t epoch, int32_t step) { record->set_step(epoch, step); };
   return hooks;
 }
 
@@ -102,13 +142,14 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
 // Runs one scenario on the built-in device, or on a BackendDevice over it with the ops the
 // backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
 RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
-                  const BackendOptions& b) {
-  const HarnessHooks hooks = progress_hooks(s.name, s.workload.epochs);
+                  const BackendOptions& b, ProgressRecord* record = nullptr) {
+  const HarnessHooks hooks = progress_hooks(s.name, s.workload.epochs, record);
   if (!lib) return run_scenario(s, builtin, hooks);
   PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
   for (const auto& name : b.pinned) req.pinned_builtin.push_back(*abi_op_from_name(name));
   const Placement placement = place_ops(*lib, req, s);
-  BackendDevice device(builtin, lib, placement.ops);
+  BackendDevice device(builtin, lib, placement.ops,
+                       BackendWatch{.record = record, .sync_each_op = b.sync_each_op});
   RunResult result = run_scenario(s, device, hooks);
   result.backend = backend_report(device, placement);
   // A backend that ran nothing judged nothing: never let that read as a pass.
@@ -122,12 +163,149 @@ RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLib
   return result;
 }
 
+// What the parent prints and writes for one scenario.
+struct ScenarioReport {
+  std::string name;
+  Expectation expected = Expectation::clean;
+  nlohmann::json doc;
+  std::string table;  // the console summary
+  bool meets_expectation = false;
+  bool error = false;  // verdict error: a backend crashed, exited, failed or hung
+};
+
+ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
+  std::ostringstream table;
+  print_run(table, r, style);
+  return {.name = r.scenario,
+          .expected = r.expected,
+          .doc = to_json(r),
+          .table = table.str(),
+          .meets_expectation = r.meets_expectation(),
+          .error = r.verdict == Verdict::error};
+}
+
+// The worker's part: everything that touches the device and the backend. Its message is JSON:
+// {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
+// {"outcome": "cannot_run"} (said on stderr).
+std::string work_in_worker(Scenario& s, const RunOptions& opts, ProgressRecord& record,
+                           const ConsoleStyle& style) {
+  nlohmann::json msg;
+  try {
+    std::unique_ptr<Device> device = make_device(opts.device);
+    std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
+    std::shared_ptr<BackendLibrary> lib;
+    {
+      CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);  // a plugin may crash in its init too
+      lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
+                                             device->dl_device_id(), opts.backend.options);
+    }
+    spdlog::info("running {} on {} with backend {} (worker {}): {} epoch(s), {} request(s) each",
+                 s.name, device->name(), lib->name(), ::getpid(), s.workload.epochs,
+                 s.workload.num_requests);
+    const RunResult result = run_one(s, *device, lib, opts.backend, &record);
+    const ScenarioReport rep = report_of(result, style);
+    msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
+  } catch (const BackendOpError& e) {
+    spdlog::error("{}", e.what());
+    msg = {{"outcome", "status"}, {"op", e.op}, {"message", e.message}};
+  } catch (...) {
+    log_run_failure();
+    msg = {{"outcome", "cannot_run"}};
+  }
+  return msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string where_in_run(const RunError& e) {
+  if (e.epoch == 0) return "while setting up (before epoch 1)";
+  return fmt::format("at epoch {}, step {}", e.epoch, e.step);
+}
+
+std::string error_message(const RunError& e, int32_t timeout_seconds) {
+  const std::string who =
+      e.op.empty() ? "the worker, outside any backend call," : "backend op " + e.op;
+  const std::string where = where_in_run(e);
+  if (e.kind == "crash") return fmt::format("{} crashed ({}) {}", who, e.signal, where);
+  if (e.kind == "exit")
+    return fmt::format("{} exited the process (exit code {}) {}", who, e.exit_code, where);
+  if (e.kind == "hang")
+    return fmt::format("{} did not return within {} s {} (killed)", who, timeout_seconds, where);
+  return fmt::format("{} failed {}: {}", who, where, e.message);
+}
+
+// The result of a scenario whose worker ended in an error: what the parent knows of the run.
+RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError error,
+                       const RunOptions& opts, double seconds) {
+  RunResult r;
+  r.scenario = s.name;
+  r.scenario_path = s.source_path;
+  r.device = record.device[0] ? std::string(record.device) : opts.device;
+  r.seed = s.seed;
+  r.regressions = s.regressions.names();
+  r.expected = s.expect;
+  r.verdict = Verdict::error;
+  r.tolerance = s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype));
+  r.reference_mode = s.checks.reference;
+  if (s.checks.reference == ReferenceMode::sampled)
+    r.reference_sampled_requests = s.checks.sampled_requests;
+  error.epoch = record.epoch.load();
+  error.step = record.step.load();
+  error.message = error_message(error, opts.backend.timeout_seconds);
+  r.error = std::move(error);
+  r.seconds = seconds;
+  return r;
+}
+
+// One scenario in a worker process; throws WorkerCannotRun when the worker could not run it.
+ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const ConsoleStyle& style) {
+  SharedProgress shared;
+  ProgressRecord& record = shared.record();
+  const auto t0 = std::chrono::steady_clock::now();
+  const WorkerOutcome out =
+      run_in_worker([&] { return work_in_worker(s, opts, record, style); }, record,
+                    std::chrono::seconds(opts.backend.timeout_seconds));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
+  const std::string op = record.in_call() ? record.op_name() : "";
+  RunError error;
+  error.op = op;
+  switch (out.kind) {
+    case WorkerOutcome::Kind::crashed:
+      error.kind = "crash";
+      error.signal = signal_name(out.signal);
+      break;
+    case WorkerOutcome::Kind::exited:
+      error.kind = "exit";
+      error.exit_code = out.exit_code;
+      break;
+    case WorkerOutcome::Kind::hung:
+      error.kind = "hang";
+      break;
+    case WorkerOutcome::Kind::finished: {
+      const nlohmann::json msg = nlohmann::json::parse(out.message);
+      const std::string outcome = msg.at("outcome").get<std::string>();
+      if (outcome == "cannot_run") throw WorkerCannotRun();
+      if (outcome == "result")
+        return {.name = s.name,
+                .expected = s.expect,
+                .doc = msg.at("document"),
+                .table = msg.at("table").get<std::string>(),
+                .meets_expectation = msg.at("document").at("meets_expectation").get<bool>(),
+                .error = false};
+      error.kind = "status";
+      error.op = msg.at("op").get<std::string>();
+      error.message = msg.at("message").get<std::string>();
+      break;
+    }
+  }
+  return report_of(error_result(s, record, std::move(error), opts, seconds), style);
+}
+
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
-  std::unique_ptr<Device> device = make_device(opts.device);
-  std::shared_ptr<BackendLibrary> lib;
-  if (!opts.backend.path.empty())
-    lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
-                                           device->dl_device_id(), opts.backend.options);
+  // With a backend the parent makes no device (on CUDA it must not initialise the driver before
+  // it forks): each worker makes its own.
+  const bool isolated = !opts.backend.path.empty();
+  std::unique_ptr<Device> device = isolated ? nullptr : make_device(opts.device);
   const fs::path out_dir = opts.out_dir;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -139,28 +317,39 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   int status = kExitOk;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     Scenario& s = scenarios[i].scenario;
-    spdlog::info("running {} on {}{}: {} epoch(s), {} request(s) each", s.name, device->name(),
-                 lib ? " with backend " + lib->name() : "", s.workload.epochs,
-                 s.workload.num_requests);
-    RunResult result = run_one(s, *device, lib, opts.backend);
-    nlohmann::json doc = to_json(result);
+    ScenarioReport rep;
+    if (isolated) {
+      rep = run_isolated(s, opts, style);
+    } else {
+      spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
+                   s.workload.epochs, s.workload.num_requests);
+      rep = report_of(run_one(s, *device, nullptr, opts.backend), style);
+    }
 
-    const fs::path file = out_dir / result_file_name(result.scenario);
+    const fs::path file = out_dir / result_file_name(rep.name);
     if (!written.insert(file.string()).second)
       spdlog::warn("{}: another scenario in this run has the same name; {} is overwritten "
                    "(give the scenarios distinct \"name\"s)",
                    scenarios[i].path, file.string());
-    atomic_write(file, dump_result(doc));
+    atomic_write(file, dump_result(rep.doc));
     spdlog::debug("wrote {}", file.string());
 
     if (opts.json) {
-      documents.push_back(std::move(doc));
+      documents.push_back(rep.doc);
     } else {
       if (i > 0) std::cout << '\n';
-      print_run(std::cout, result, style);
+      std::cout << rep.table;
     }
-    if (!result.meets_expectation()) {
-      warn_mismatch(result);
+    if (rep.error) {
+      // A crash is a regression of the backend, whatever the scenario expects (git bisect: bad).
+      spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
+      spdlog::error("  the backend failed: a regression of the backend (exit 1){}",
+                    rep.doc["error"]["kind"] == "crash"
+                        ? "; --backend-sync pins an asynchronous fault on the op that caused it"
+                        : "");
+      status = kExitMismatch;
+    } else if (!rep.meets_expectation) {
+      warn_mismatch(rep.name, rep.expected);
       status = kExitMismatch;
     }
   }
@@ -177,26 +366,10 @@ int run_scenarios(const RunOptions& opts) {
   if (!prepare(opts, scenarios)) return kExitBadInput;
   try {
     return run_all(opts, scenarios);
-  } catch (const DeviceUnavailable& e) {
-    spdlog::error("{}", e.what());
-  } catch (const BackendLoadError& e) {
-    spdlog::error("cannot run: {}", e.what());
-  } catch (const BackendOpError& e) {
-    // Until the run moves into a worker process (a crash or hang is then an "error" verdict too),
-    // a backend's error status is reported here, as a failure of the backend: exit 1.
-    spdlog::error("{}", e.what());
-    spdlog::error("  the backend failed: a regression of the backend (exit 1)");
-    return kExitMismatch;
-  } catch (const DeviceError& e) {
-    spdlog::error("device error: {}", e.what());
-    spdlog::error("  hint: the run could not be carried out; rerun with -v, or try --device host");
-  } catch (const WriteError& e) {
-    spdlog::error("{}", e.what());
-    spdlog::error("  hint: choose a writable folder with --out DIR");
-  } catch (const std::bad_alloc&) {
-    spdlog::error("out of memory; try a scenario with fewer blocks or requests");
-  } catch (const std::exception& e) {
-    spdlog::error("the run could not be carried out: {}", e.what());
+  } catch (const WorkerCannotRun&) {
+    // The worker said why.
+  } catch (...) {
+    log_run_failure();
   }
   return cannot_run(opts.bisect);
 }

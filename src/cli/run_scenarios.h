@@ -1,8 +1,10 @@
 // run_scenarios.h — what `kvcheck run` does, independent of how its options were parsed:
 // load and validate every file, apply the overrides, run each on one device, report, and decide
-// the exit status (exit_codes.h).
+// the exit status (exit_codes.h). With --backend each scenario runs in a worker process
+// (plugin/worker.h): a plugin that crashes, exits or hangs is an "error" verdict (exit 1).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@ struct BackendOptions {
   std::vector<std::string> pinned;  // --backend-op OP=builtin: these ABI ops run built-in
   bool allow_fallback = false;      // ops whose caps cannot take a scenario run built-in
   std::string options;              // --backend-option: handed to the plugin at init
+  int32_t timeout_seconds = 300;    // --backend-timeout: a plugin call running longer is a hang
+  bool sync_each_op = false;        // --backend-sync: synchronise the device after every call
 };
 
 struct RunOptions {

@@ -22,8 +22,8 @@ using OpStatus = int32_t;
 }  // namespace
 
 BackendDevice::BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> backend,
-                             OpPlacement placement)
-    : builtin_(&builtin), backend_(std::move(backend)), placement_(placement) {
+                             OpPlacement placement, BackendWatch watch)
+    : builtin_(&builtin), backend_(std::move(backend)), placement_(placement), watch_(watch) {
   dl_device_.device_type = static_cast<DLDeviceType>(builtin_->dl_device_type());
   dl_device_.device_id = builtin_->dl_device_id();
 }
@@ -43,6 +43,16 @@ void BackendDevice::count(kvcheck_op op, bool on_backend) {
   ++(on_backend ? c.backend : c.builtin);
 }
 
+void BackendDevice::sync_after(const char* name) {
+  if (!watch_.sync_each_op || capturing_) return;  // a stream under capture cannot synchronise
+  CallMark mark(watch_.record, name);
+  try {
+    builtin_->synchronize();
+  } catch (const DeviceError& e) {
+    throw BackendOpError(name, std::string("the device failed right after it: ") + e.what());
+  }
+}
+
 template <class Builtin, class Call>
 void BackendDevice::route(kvcheck_op op, Builtin&& builtin, Call&& call) {
   const bool on_backend = placement_[op];
@@ -53,13 +63,19 @@ void BackendDevice::route(kvcheck_op op, Builtin&& builtin, Call&& call) {
   }
   // The closure owns what it needs: on the host a graph replays it long after this call.
   std::shared_ptr<BackendLibrary> lib = backend_;
-  builtin_->run_external(external_name(op), [lib, op, call](void* stream) {
+  ProgressRecord* record = watch_.record;
+  builtin_->run_external(external_name(op), [lib, op, call, record](void* stream) {
     char err[512] = "";
-    const OpStatus status = call(lib->table(), stream, err, sizeof(err));
+    OpStatus status;
+    {
+      CallMark mark(record, backend::op_name(op));
+      status = call(lib->table(), stream, err, sizeof(err));
+    }
     err[sizeof(err) - 1] = '\0';
     if (status != KVCHECK_OK)
       throw BackendOpError(backend::op_name(op), *err ? err : "(it gave no message)");
   });
+  sync_after(backend::op_name(op));
 }
 
 // ---- the decode plan ----
@@ -72,15 +88,21 @@ void BackendDevice::paged_decode_plan(const DecodePlanArgs& a) {
   }
   if (!t.paged_decode_plan) return;  // the backend plans inside its decode, or not at all
   const DLDevice dev = dl_device_;
-  builtin_->run_external("backend paged_decode_plan", [&t, a, dev](void* stream) {
+  ProgressRecord* record = watch_.record;
+  builtin_->run_external("backend paged_decode_plan", [&t, a, dev, record](void* stream) {
     backend::AbiBuilder b(dev);
     const kvcheck_decode_plan_args args = b.decode_plan(a);
     char err[512] = "";
-    const OpStatus status = t.paged_decode_plan(t.self, &args, stream, err, sizeof(err));
+    OpStatus status;
+    {
+      CallMark mark(record, "paged_decode_plan");
+      status = t.paged_decode_plan(t.self, &args, stream, err, sizeof(err));
+    }
     err[sizeof(err) - 1] = '\0';
     if (status != KVCHECK_OK)
       throw BackendOpError("paged_decode_plan", *err ? err : "(it gave no message)");
   });
+  sync_after("paged_decode_plan");
 }
 
 size_t BackendDevice::decode_plan_bytes(int32_t max_rows, int32_t num_q_heads,

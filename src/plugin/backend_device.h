@@ -7,6 +7,10 @@
 // It counts, per ABI op, the calls each side ran (a replay counts what its graph recorded), so a
 // run can say how much of the scenario the backend really ran: a backend that ran nothing never
 // reads as a backend that passed.
+//
+// Watched (BackendWatch), it marks each plugin call's start and return in a ProgressRecord that
+// the parent process reads (plugin/worker.h), and under --backend-sync synchronises the device
+// after each call, so that an asynchronous fault is attributed to the op that caused it.
 #pragma once
 
 #include <array>
@@ -19,6 +23,7 @@
 
 #include "backend/abi_convert.h"
 #include "plugin/backend_library.h"
+#include "plugin/progress_record.h"
 #include "device/device.h"
 
 namespace kv {
@@ -36,15 +41,25 @@ struct OpCalls {
 
 // A backend op returned an error status: a verdict about the backend, not a device failure.
 struct BackendOpError : std::runtime_error {
-  BackendOpError(std::string op, const std::string& message)
-      : std::runtime_error("backend op " + op + " failed: " + message), op(std::move(op)) {}
+  BackendOpError(std::string op, std::string message)
+      : std::runtime_error("backend op " + op + " failed: " + message),
+        op(std::move(op)),
+        message(std::move(message)) {}
   std::string op;
+  std::string message;  // the backend's own
+};
+
+// How a run in a worker process is watched; the defaults watch nothing.
+struct BackendWatch {
+  ProgressRecord* record = nullptr;  // shared with the parent; must outlive the device
+  bool sync_each_op = false;         // --backend-sync: synchronise after every plugin call
 };
 
 class BackendDevice : public Device {
  public:
   // `builtin` must outlive this device (it serves several runs, one BackendDevice each).
-  BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> backend, OpPlacement placement);
+  BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> backend, OpPlacement placement,
+                BackendWatch watch = {});
 
   std::string name() const override { return builtin_->name(); }
   std::optional<size_t> free_bytes() const override { return builtin_->free_bytes(); }
@@ -104,10 +119,14 @@ class BackendDevice : public Device {
   template <class Builtin, class Call>
   void route(kvcheck_op op, Builtin&& builtin, Call&& call);
   void count(kvcheck_op op, bool on_backend);
+  // --backend-sync: wait for the device after plugin op `name` (outside graph capture); a device
+  // error there is the op's (BackendOpError).
+  void sync_after(const char* name);
 
   Device* builtin_;
   std::shared_ptr<BackendLibrary> backend_;
   OpPlacement placement_;
+  BackendWatch watch_;
   DLDevice dl_device_;
   mutable size_t plan_bytes_ = 0, workspace_bytes_ = 0;  // what the engine allocated, for the ABI
   std::array<OpCalls, KVCHECK_NUM_OPS> calls_{};

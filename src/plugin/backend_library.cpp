@@ -8,25 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "backend/abi_caps.h"
 #include "plugin/sha256.h"
 
 namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The ops in table order, each with its pointer's presence.
-std::vector<std::pair<kvcheck_op, bool>> op_slots(const kvcheck_backend& t) {
-  return {{KVCHECK_OP_WRITE_KV, t.write_kv != nullptr},
-          {KVCHECK_OP_PAGED_DECODE, t.paged_decode != nullptr},
-          {KVCHECK_OP_GATHER_KV, t.gather_kv != nullptr},
-          {KVCHECK_OP_VARLEN_ATTENTION, t.varlen_attention != nullptr},
-          {KVCHECK_OP_MERGE_STATES, t.merge_states != nullptr},
-          {KVCHECK_OP_LINEAR_ATTENTION, t.linear_attention != nullptr},
-          {KVCHECK_OP_FILL_BLOCKS, t.fill_blocks != nullptr},
-          {KVCHECK_OP_QUANT_FP8, t.quant_fp8 != nullptr},
-          {KVCHECK_OP_PAGED_PREFILL, t.paged_prefill != nullptr}};
-}
 
 // What the header requires of a table; the first contradiction, or "".
 std::string table_problem(const kvcheck_backend& t) {
@@ -60,28 +48,13 @@ std::string table_problem(const kvcheck_backend& t) {
   if (t.paged_decode_plan && !t.plan_bytes)
     return "it has paged_decode_plan but no plan_bytes to size the plan buffer";
   bool any = false;
-  for (const auto& [op, present] : op_slots(t)) any = any || present;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    any = any || backend::implements(t, static_cast<kvcheck_op>(i));
   if (!any) return "it implements no op";
   return "";
 }
 
 }  // namespace
-
-const char* abi_op_name(kvcheck_op op) {
-  switch (op) {
-    case KVCHECK_OP_WRITE_KV: return "write_kv";
-    case KVCHECK_OP_PAGED_DECODE: return "paged_decode";
-    case KVCHECK_OP_GATHER_KV: return "gather_kv";
-    case KVCHECK_OP_VARLEN_ATTENTION: return "varlen_attention";
-    case KVCHECK_OP_MERGE_STATES: return "merge_states";
-    case KVCHECK_OP_LINEAR_ATTENTION: return "linear_attention";
-    case KVCHECK_OP_FILL_BLOCKS: return "fill_blocks";
-    case KVCHECK_OP_QUANT_FP8: return "quant_fp8";
-    case KVCHECK_OP_PAGED_PREFILL: return "paged_prefill";
-    case KVCHECK_NUM_OPS: break;
-  }
-  return "?";
-}
 
 BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
                                const std::string& options) {
@@ -138,16 +111,12 @@ BackendLibrary::~BackendLibrary() {
   // unmapping their code under them would crash kvcheck at exit.
 }
 
-bool BackendLibrary::implements(kvcheck_op op) const {
-  for (const auto& [o, present] : op_slots(*table_))
-    if (o == op) return present;
-  return false;
-}
+bool BackendLibrary::implements(kvcheck_op op) const { return backend::implements(*table_, op); }
 
 std::vector<kvcheck_op> BackendLibrary::implemented_ops() const {
   std::vector<kvcheck_op> ops;
-  for (const auto& [op, present] : op_slots(*table_))
-    if (present) ops.push_back(op);
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    if (implements(static_cast<kvcheck_op>(i))) ops.push_back(static_cast<kvcheck_op>(i));
   return ops;
 }
 

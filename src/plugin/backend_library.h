@@ -42,7 +42,4 @@ class BackendLibrary {
   const kvcheck_backend* table_ = nullptr;
 };
 
-// kvcheck's name of an ABI op (write_kv, paged_decode, ..., paged_prefill).
-const char* abi_op_name(kvcheck_op op);
-
 }  // namespace kv

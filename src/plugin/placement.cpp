@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/abi_caps.h"
 #include "backend/abi_tensor.h"
 
 namespace kv {
@@ -30,37 +31,18 @@ std::vector<CacheUse> cache_uses(const Scenario& s) {
   return uses;
 }
 
-bool listed(const int32_t* list, int32_t n, int32_t v) {
-  return list == nullptr || n <= 0 || std::find(list, list + n, v) != list + n;
-}
-
-std::string list_text(const int32_t* list, int32_t n) {
-  std::string t;
-  for (int32_t i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(list[i]);
-  return t;
-}
-
 // Why the backend's `op` cannot take the scenario, or nullopt.
 std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, const Scenario& s) {
   const bool cache_op = op == KVCHECK_OP_WRITE_KV || op == KVCHECK_OP_PAGED_DECODE ||
                         op == KVCHECK_OP_GATHER_KV || op == KVCHECK_OP_FILL_BLOCKS ||
                         op == KVCHECK_OP_PAGED_PREFILL;
-  const int32_t dtype = static_cast<int32_t>(s.cache.dtype);
-  if ((cache_op || op == KVCHECK_OP_VARLEN_ATTENTION) && c.cache_dtypes != 0 &&
-      !(c.cache_dtypes & KVCHECK_DTYPE_BIT(dtype)))
-    return fmt::format("its caps lack cache dtype {}", backend::dtype_name(dtype));
-  for (const CacheUse& u : cache_uses(s)) {
-    if (cache_op && c.layouts != 0 && !(c.layouts & KVCHECK_LAYOUT_BIT(u.layout)))
-      return fmt::format("its caps lack the {} layout ({} layers)", backend::layout_name(u.layout),
-                         u.layer);
-    if ((cache_op || op == KVCHECK_OP_VARLEN_ATTENTION) &&
-        !listed(c.head_dims, c.num_head_dims, u.head_dim))
-      return fmt::format("its caps lack head dim {} ({} layers; it takes {})", u.head_dim, u.layer,
-                         list_text(c.head_dims, c.num_head_dims));
-  }
-  if (cache_op && !listed(c.block_sizes, c.num_block_sizes, s.cache.block_size))
-    return fmt::format("its caps lack block size {} (it takes {})", s.cache.block_size,
-                       list_text(c.block_sizes, c.num_block_sizes));
+  if (cache_op || op == KVCHECK_OP_VARLEN_ATTENTION)
+    for (const CacheUse& u : cache_uses(s)) {
+      const std::string why = backend::caps_refusal(
+          c, {.dtype = s.cache.dtype, .layout = u.layout, .head_dim = u.head_dim,
+              .block_size = s.cache.block_size});
+      if (!why.empty()) return why + " (" + u.layer + " layers)";
+    }
   const bool attention_io = op == KVCHECK_OP_PAGED_DECODE || op == KVCHECK_OP_VARLEN_ATTENTION ||
                             op == KVCHECK_OP_PAGED_PREFILL;
   if (attention_io && c.io_dtype != KVCHECK_F32)

@@ -70,6 +70,11 @@ void print_aligned(std::ostream& os, const std::vector<std::string>& header,
 }
 
 std::string verdict_line(const RunResult& r, const ConsoleStyle& style) {
+  if (r.verdict == Verdict::error) {  // whatever the scenario expects: the backend failed
+    const std::string what = r.error ? r.error->message : "the run failed";
+    if (!style.colour) return fmt::format("verdict: error — {}", what);
+    return fmt::format("verdict: {}error{} — {}", kRed, kReset, what);
+  }
   const bool ok = r.meets_expectation();
   const std::string verdict = verdict_name(r.verdict);
   const std::string status = ok ? "OK" : "MISMATCH";
@@ -118,11 +123,13 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
 
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : r.epochs) rows.push_back(epoch_row(e));
-  print_aligned(os,
-                {"epoch", "requests", "clean", "non-finite", "max rel err", "first bad step",
-                 "steps", "time"},
-                rows);
-  os << '\n';
+  if (!rows.empty() || r.verdict != Verdict::error) {  // an error run may have no epoch to show
+    print_aligned(os,
+                  {"epoch", "requests", "clean", "non-finite", "max rel err", "first bad step",
+                   "steps", "time"},
+                  rows);
+    os << '\n';
+  }
   // What the zero-init mitigation costs, per step, beside what a step costs (seed 001).
   for (const auto& e : r.epochs) {
     if (e.zero_init_seconds <= 0.0 || e.steps == 0) continue;

@@ -7,7 +7,14 @@
 
 namespace kv {
 
-const char* verdict_name(Verdict v) { return v == Verdict::clean ? "clean" : "corrupt"; }
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::clean: return "clean";
+    case Verdict::corrupt: return "corrupt";
+    case Verdict::error: return "error";
+  }
+  return "error";
+}
 
 static const char* nonfinite_name(double x) {
   if (std::isnan(x)) return "nan";

@@ -11,7 +11,7 @@
 
 namespace kv {
 
-const char* verdict_name(Verdict v);  // "clean" / "corrupt"
+const char* verdict_name(Verdict v);  // "clean" / "corrupt" / "error"
 
 // A JSON value for a double: the number when finite, else the string "nan", "inf" or "-inf"
 // (JSON has no literal for them, and nlohmann would otherwise write null).

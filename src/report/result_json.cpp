@@ -64,6 +64,17 @@ json to_json(const BackendReport& b) {
               {"notes", b.notes}};
 }
 
+json to_json(const RunError& e) {
+  json doc{{"kind", e.kind},
+           {"op", e.op.empty() ? json(nullptr) : json(e.op)},
+           {"epoch", e.epoch},
+           {"step", e.step},
+           {"message", e.message}};
+  if (e.kind == "crash") doc["signal"] = e.signal;
+  if (e.kind == "exit") doc["exit_code"] = e.exit_code;
+  return doc;
+}
+
 json to_json(const RunResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) epochs.push_back(to_json(e));
@@ -85,6 +96,7 @@ json to_json(const RunResult& r) {
       {"seconds", json_number(r.seconds)},
   };
   if (r.backend) doc["backend"] = to_json(*r.backend);
+  if (r.error) doc["error"] = to_json(*r.error);
   // Only where it means something: a full-mode document stays as it always was.
   if (r.reference_mode == ReferenceMode::sampled)
     doc["reference_sampled_requests"] = r.reference_sampled_requests;

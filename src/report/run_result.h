@@ -13,7 +13,20 @@
 
 namespace kv {
 
-enum class Verdict { clean, corrupt };
+// error: the run itself failed inside a backend (a crash, an exit, an error status or a hang):
+// never what a scenario expects.
+enum class Verdict { clean, corrupt, error };
+
+// Why a run with a backend plugin ended in an error verdict, and where.
+struct RunError {
+  std::string kind;      // crash | exit | status | hang
+  std::string op;        // the backend op in progress; empty when none was
+  int32_t epoch = 0;     // 1-based; 0 while setting up (weights, warm-up, graph capture)
+  int32_t step = 0;      // the step running within the epoch, 0-based
+  std::string signal;    // crash: SIGSEGV, SIGABRT, ...
+  int32_t exit_code = 0;  // exit: the worker's exit status
+  std::string message;   // one human line: what happened where (the console's verdict line)
+};
 
 // The first output that failed a check, with where it came from.
 struct Failure {
@@ -88,9 +101,11 @@ struct RunResult {
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
   std::optional<BackendReport> backend;  // only with --backend
+  std::optional<RunError> error;         // only with verdict error
   double seconds = 0.0;
 
   bool meets_expectation() const {
+    if (verdict == Verdict::error) return false;
     return (verdict == Verdict::clean) == (expected == Expectation::clean);
   }
 };

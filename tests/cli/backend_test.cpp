@@ -5,18 +5,13 @@
 // ABI run a scenario and the result says where every op ran.
 #include <nlohmann/json.hpp>
 
+#include "backend_cli.h"
 #include "cli_runner.h"
 
 namespace kv::test {
 namespace {
 
 using nlohmann::json;
-
-const std::string kHostPlugin = KVCHECK_HOST_BACKEND;
-
-std::string test_plugin(const std::string& kind) {
-  return std::string(KVCHECK_TEST_PLUGIN_DIR) + "/libkvtest_plugin_" + kind + ".so";
-}
 
 class BackendCommand : public CliTest {
  protected:
@@ -47,7 +42,8 @@ TEST_F(BackendCommand, ALibraryThatCannotBeLoadedIsCannotRun) {
 TEST_F(BackendCommand, CapsThatCannotTakeTheScenarioNameTheOpAndTheCapability) {
   write("tiny.json", kTinyScenario);
   expect_cannot_run("--backend " + test_plugin("fp8_only"),
-                    "it implements paged_decode, but its caps lack cache dtype bf16");
+                    "it implements paged_decode, but cache dtype bf16 is not among the "
+                    "backend's: fp8_e4m3 (attention layers)");
   // Falling back leaves the backend nothing to run: that is no pass either.
   expect_cannot_run("--allow-fallback --backend " + test_plugin("fp8_only"),
                     "ran none of scenario tiny's");
@@ -71,8 +67,11 @@ TEST_F(BackendCommand, TheBuiltinHostOpsAsAPluginRunAndTheResultSaysWhereEachOpR
   EXPECT_EQ(b["sha256"].get<std::string>().size(), 64u);
   EXPECT_GT(b["backend_calls"].get<int64_t>(), 0);
   EXPECT_EQ(b["backend_calls"], b["total_calls"]);  // it implements every op this engine calls
-  for (const auto& op : b["ops"])
-    if (op["op"] == "paged_decode") EXPECT_EQ(op["placement"], "backend");
+  for (const auto& op : b["ops"]) {
+    if (op["op"] == "paged_decode") {
+      EXPECT_EQ(op["placement"], "backend");
+    }
+  }
 
   // Pinning one op back to the built-in device: it runs there, the rest on the backend.
   CliRun pinned =

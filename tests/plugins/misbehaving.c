@@ -5,10 +5,19 @@
  *   KIND_FUTURE_ABI  init returns a table of ABI version 2
  *   KIND_FAILING_OP  write_kv returns an error status with a message
  *   KIND_FP8_ONLY    paged_decode declared for fp8 caches only
+ * and, for the worker process that isolates a run (tests/cli/backend_isolation_test.cpp), ones
+ * whose write_kv takes the process down:
+ *   KIND_CRASH       dereferences NULL (SIGSEGV)
+ *   KIND_EXIT0       calls exit(0), as library code does
+ *   KIND_ABORT       calls abort() (SIGABRT)
+ *   KIND_HANG        never returns
  * Plain C11: what a backend author writes. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kvcheck/backend.h"
 
@@ -29,6 +38,23 @@ static int32_t failing_write_kv(void* self, const kvcheck_write_kv_args* a, void
   (void)self, (void)a, (void)stream;
   snprintf(err, err_size, "out of slots");
   return KVCHECK_ERROR;
+}
+
+/* write_kv of the kinds that take the process down; the others' never runs. */
+static int32_t fatal_write_kv(void* self, const kvcheck_write_kv_args* a, void* stream, char* err,
+                              size_t err_size) {
+  (void)self, (void)a, (void)stream, (void)err, (void)err_size;
+#if defined(KIND_CRASH)
+  volatile int* volatile nowhere = NULL;
+  return *nowhere;
+#elif defined(KIND_EXIT0)
+  exit(0);
+#elif defined(KIND_ABORT)
+  abort();
+#elif defined(KIND_HANG)
+  for (;;) pause();
+#endif
+  return KVCHECK_ERROR; /* not reached in the fatal kinds */
 }
 
 static int32_t unreachable_decode(void* self, const kvcheck_paged_decode_args* a, void* stream,
@@ -56,13 +82,16 @@ KVCHECK_BACKEND_EXPORT const kvcheck_backend* kvcheck_backend_init(uint32_t abi_
 #ifdef KIND_FUTURE_ABI
   table.abi_version = 2;
 #endif
-#ifdef KIND_FAILING_OP
+#if defined(KIND_FAILING_OP)
   table.write_kv = failing_write_kv;
-  (void)unreachable_decode;
+  (void)unreachable_decode, (void)fatal_write_kv;
+#elif defined(KIND_CRASH) || defined(KIND_EXIT0) || defined(KIND_ABORT) || defined(KIND_HANG)
+  table.write_kv = fatal_write_kv;
+  (void)unreachable_decode, (void)failing_write_kv;
 #else
   table.paged_decode = unreachable_decode;
   table.caps.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_FP8_E4M3);
-  (void)failing_write_kv;
+  (void)failing_write_kv, (void)fatal_write_kv;
 #endif
   return &table;
 }

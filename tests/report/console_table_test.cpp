@@ -149,5 +149,23 @@ TEST(ConsoleTable, ReportsTheZeroInitCostOnlyWhenTheMitigationRan) {
   EXPECT_EQ(out.find("zero-init outputs, epoch 1"), std::string::npos);
 }
 
+TEST(ConsoleTable, AnErrorVerdictSaysWhatFailedWhereWithoutAnExpectation) {
+  RunResult r = test::sample_result();
+  r.verdict = Verdict::error;
+  r.epochs.clear();
+  r.first_failure.reset();
+  r.error = RunError{.kind = "hang", .op = "paged_decode", .epoch = 1, .step = 3, .signal = "",
+                     .exit_code = 0,
+                     .message = "backend op paged_decode did not return within 2 s at epoch 1, "
+                                "step 3 (killed)"};
+  const std::string text = render(r);
+  EXPECT_NE(text.find("verdict: error — backend op paged_decode did not return within 2 s at "
+                      "epoch 1, step 3 (killed)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("epoch  requests"), std::string::npos) << text;  // no empty table
+  EXPECT_EQ(text.find("expected"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kv

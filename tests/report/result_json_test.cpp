@@ -139,5 +139,28 @@ TEST(Format, HumanSpellings) {
   EXPECT_EQ(format_duration(2.5), "2.500 s");
 }
 
+TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) {
+  RunResult r = test::sample_result();
+  EXPECT_FALSE(to_json(r).contains("error"));
+  r.verdict = Verdict::error;
+  r.first_failure.reset();
+  r.error = RunError{.kind = "crash", .op = "write_kv", .epoch = 2, .step = 5,
+                     .signal = "SIGSEGV", .exit_code = 0, .message = "backend op write_kv crashed"};
+  for (Expectation x : {Expectation::clean, Expectation::corrupt}) {
+    r.expected = x;
+    const json doc = to_json(r);
+    EXPECT_EQ(doc["verdict"], "error");
+    EXPECT_EQ(doc["meets_expectation"], false);
+  }
+  const json e = to_json(r)["error"];
+  EXPECT_EQ(e, (json{{"kind", "crash"}, {"op", "write_kv"}, {"epoch", 2}, {"step", 5},
+                     {"signal", "SIGSEGV"}, {"message", "backend op write_kv crashed"}}));
+  r.error->kind = "exit";
+  r.error->op = "";  // outside any backend call
+  EXPECT_TRUE(to_json(r)["error"]["op"].is_null());
+  EXPECT_EQ(to_json(r)["error"]["exit_code"], 0);
+  EXPECT_FALSE(to_json(r)["error"].contains("signal"));
+}
+
 }  // namespace
 }  // namespace kv

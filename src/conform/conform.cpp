@@ -1,0 +1,131 @@
+// conform.cpp — `kvcheck conform`'s driver: runs the check of each op the backend implements
+// (conform_cache.cpp, conform_attention.cpp) and prints the per-op table and its JSON.
+#include "conform/conform.h"
+
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "conform/conform_support.h"
+
+namespace kv::conform {
+
+namespace {
+
+using Check = void (*)(const Target&, OpReport*);
+
+struct OpEntry {
+  kvcheck_op op;
+  const char* name;
+  Check check;  // nullptr: not covered by conform yet
+};
+
+constexpr OpEntry kOps[] = {
+    {KVCHECK_OP_WRITE_KV, "write_kv", check_write_kv},
+    {KVCHECK_OP_PAGED_DECODE, "paged_decode", check_paged_decode},
+    {KVCHECK_OP_GATHER_KV, "gather_kv", check_gather_kv},
+    {KVCHECK_OP_VARLEN_ATTENTION, "varlen_attention", check_varlen_attention},
+    {KVCHECK_OP_MERGE_STATES, "merge_states", check_merge_states},
+    {KVCHECK_OP_LINEAR_ATTENTION, "linear_attention", check_linear_attention},
+    {KVCHECK_OP_FILL_BLOCKS, "fill_blocks", check_fill_blocks},
+    {KVCHECK_OP_QUANT_FP8, "quant_fp8", check_quant_fp8},
+    {KVCHECK_OP_PAGED_PREFILL, "paged_prefill", nullptr},
+};
+
+bool implements(const kvcheck_backend& b, kvcheck_op op) {
+  switch (op) {
+    case KVCHECK_OP_WRITE_KV: return b.write_kv != nullptr;
+    case KVCHECK_OP_PAGED_DECODE: return b.paged_decode != nullptr;
+    case KVCHECK_OP_GATHER_KV: return b.gather_kv != nullptr;
+    case KVCHECK_OP_VARLEN_ATTENTION: return b.varlen_attention != nullptr;
+    case KVCHECK_OP_MERGE_STATES: return b.merge_states != nullptr;
+    case KVCHECK_OP_LINEAR_ATTENTION: return b.linear_attention != nullptr;
+    case KVCHECK_OP_FILL_BLOCKS: return b.fill_blocks != nullptr;
+    case KVCHECK_OP_QUANT_FP8: return b.quant_fp8 != nullptr;
+    case KVCHECK_OP_PAGED_PREFILL: return b.paged_prefill != nullptr;
+    default: return false;
+  }
+}
+
+std::string pad(const std::string& s, size_t w) {
+  return s + std::string(w > s.size() ? w - s.size() : 0, ' ');
+}
+
+std::string lpad(const std::string& s, size_t w) {
+  return std::string(w > s.size() ? w - s.size() : 0, ' ') + s;
+}
+
+}  // namespace
+
+bool ConformReport::all_passed() const {
+  for (const OpReport& o : ops)
+    if (!o.ok()) return false;
+  return true;
+}
+
+ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options) {
+  ConformReport rep;
+  rep.backend_name = backend.name ? backend.name : "";
+  rep.backend_version = backend.version ? backend.version : "";
+  rep.attention_tolerance = options.attention_tolerance;
+  const Target target{backend, options};
+  for (const OpEntry& e : kOps) {
+    if (!implements(backend, e.op)) continue;
+    OpReport r;
+    r.op = e.name;
+    if (e.check == nullptr) {
+      r.covered = false;
+      r.note = "not covered by conform yet";
+    } else {
+      e.check(target, &r);
+    }
+    rep.ops.push_back(std::move(r));
+  }
+  if (rep.ops.empty()) throw std::invalid_argument("the backend implements no op");
+  return rep;
+}
+
+void print_conform(std::ostream& os, const ConformReport& r) {
+  os << "backend: " << r.backend_name << " " << r.backend_version
+     << "   attention tolerance: " << fmt_err(r.attention_tolerance) << " (relative L2)\n\n";
+  os << "  " << pad("op", 18) << lpad("cases", 6) << lpad("passed", 8) << lpad("worst err", 11)
+     << "  first failing case\n";
+  for (const OpReport& o : r.ops) {
+    os << "  " << pad(o.op, 18);
+    if (!o.covered) {
+      os << lpad("-", 6) << lpad("-", 8) << lpad("-", 11) << "  (" << o.note << ")\n";
+      continue;
+    }
+    os << lpad(std::to_string(o.cases), 6) << lpad(std::to_string(o.passed), 8)
+       << lpad(fmt_err(o.worst_error), 11) << "  " << (o.ok() ? "-" : o.first_failure) << '\n';
+    if (!o.note.empty()) os << "  " << pad("", 18) << "  note: " << o.note << '\n';
+  }
+  int failed = 0;
+  for (const OpReport& o : r.ops) failed += o.ok() ? 0 : 1;
+  os << "\nverdict: " << (failed ? fmt::format("{} op(s) do not conform", failed)
+                                 : std::string("every op conforms"))
+     << '\n';
+}
+
+std::string conform_json(const ConformReport& r) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpReport& o : r.ops)
+    ops.push_back({{"op", o.op}, {"covered", o.covered}, {"cases", o.cases},
+                   {"passed", o.passed}, {"ok", o.ok()},
+                   {"worst_error", o.worst_error == o.worst_error && o.worst_error < 1e300
+                                       ? nlohmann::json(o.worst_error)
+                                       : nlohmann::json(fmt_err(o.worst_error))},
+                   {"first_failure", o.first_failure.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(o.first_failure)},
+                   {"note", o.note}});
+  return nlohmann::json{{"schema", "kvcheck.conform/1"}, {"backend", r.backend_name},
+                        {"backend_version", r.backend_version},
+                        {"attention_tolerance", r.attention_tolerance},
+                        {"passed", r.all_passed()}, {"ops", ops}}
+      .dump(2);
+}
+
+}  // namespace kv::conform

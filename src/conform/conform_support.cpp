@@ -1,0 +1,193 @@
+// conform_support.cpp — the shape grid, random data, host caches and comparisons of `kvcheck
+// conform` (conform_support.h).
+#include "conform/conform_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "backend/abi_tensor.h"
+
+namespace kv::conform {
+
+namespace {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::fp8_e4m3: return "fp8_e4m3";
+  }
+  return "?";
+}
+
+const char* layout_name(kvcheck_kv_layout l) {
+  return l == KVCHECK_LAYOUT_KV_SEPARATE ? "separate"
+         : l == KVCHECK_LAYOUT_KV_INTERLEAVED ? "interleaved"
+                                              : "mla_latent";
+}
+
+// Values of `wanted` the caps' list accepts (a NULL list accepts all); the list's first two when
+// none of `wanted` is in it.
+std::vector<int32_t> pick(const int32_t* caps, int32_t n, std::vector<int32_t> wanted) {
+  if (caps == nullptr || n <= 0) return wanted;
+  std::vector<int32_t> out;
+  for (int32_t w : wanted)
+    if (std::find(caps, caps + n, w) != caps + n) out.push_back(w);
+  if (out.empty()) out.assign(caps, caps + std::min(n, 2));
+  return out;
+}
+
+}  // namespace
+
+std::string CacheCase::describe() const {
+  return fmt::format("{} {} bs={} hd={}", dtype_name(dtype), layout_name(layout), block_size,
+                     head_dim);
+}
+
+std::vector<CacheCase> cache_grid(const kvcheck_caps& caps, std::string* note) {
+  std::vector<DType> dtypes;
+  for (DType d : {DType::f32, DType::bf16, DType::fp8_e4m3})
+    if (caps.cache_dtypes == 0 || (caps.cache_dtypes & KVCHECK_DTYPE_BIT(static_cast<int>(d))))
+      dtypes.push_back(d);
+  if (dtypes.empty() && note) *note = "no cache dtype of f32, bf16, fp8_e4m3 in its caps";
+  std::vector<kvcheck_kv_layout> layouts;
+  for (auto l : {KVCHECK_LAYOUT_KV_SEPARATE, KVCHECK_LAYOUT_KV_INTERLEAVED,
+                 KVCHECK_LAYOUT_MLA_LATENT})
+    if (caps.layouts == 0 || (caps.layouts & KVCHECK_LAYOUT_BIT(l))) layouts.push_back(l);
+  const auto block_sizes = pick(caps.block_sizes, caps.num_block_sizes, {1, 3, 7, 16});
+  const auto head_dims = pick(caps.head_dims, caps.num_head_dims, {16, 64});
+  std::vector<CacheCase> grid;
+  for (DType d : dtypes)
+    for (auto l : layouts)
+      for (int32_t bs : block_sizes)
+        for (int32_t hd : head_dims) grid.push_back({d, l, bs, hd});
+  return grid;
+}
+
+std::vector<int32_t> seq_lens(std::mt19937_64& rng, int32_t batch, int32_t block_size,
+                              bool allow_empty, bool last_padded) {
+  std::vector<int32_t> lens;
+  const int32_t kinds = allow_empty ? 5 : 4;
+  const int32_t salt = static_cast<int32_t>(rng() % kinds);
+  for (int32_t i = 0; i < batch; ++i) {
+    const int32_t r = static_cast<int32_t>(rng() % 8);
+    switch ((i + salt) % kinds) {
+      case 0: lens.push_back(1); break;
+      case 1: lens.push_back(2 * r + 3); break;                               // odd
+      case 2: lens.push_back(block_size * (1 + r % 3)); break;                // whole blocks
+      case 3: lens.push_back(block_size * (2 + r % 2) + 1 + r % block_size); break;  // several
+      default: lens.push_back(0); break;                                      // empty
+    }
+  }
+  if (last_padded && batch >= 3) lens.back() = -1;
+  return lens;
+}
+
+std::vector<float> random_floats(std::mt19937_64& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+std::vector<float> nan_floats(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+std::string list(const std::vector<int32_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// ---- HostCache ----
+
+HostCache::HostCache(const CacheCase& c, int32_t num_blocks, std::mt19937_64& rng) {
+  const int32_t heads = c.kv_heads();
+  bytes_.resize(static_cast<size_t>(
+      layer_cache_bytes(num_blocks, c.block_size, heads, c.head_dim, c.dtype)));
+  const KvLayout layout =
+      c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED ? KvLayout::interleaved : KvLayout::plain;
+  kv_ = make_paged_kv(bytes_.data(), layout, c.dtype, num_blocks, c.block_size, heads,
+                      c.head_dim);
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) {  // one latent row per token: V is K
+    kv_.v = kv_.k;
+    kv_.v_stride_block = kv_.k_stride_block;
+  }
+  if (c.dtype == DType::fp8_e4m3) {  // awkward but exact scales
+    kv_.k_scale = 0.5f;
+    kv_.v_scale = c.layout == KVCHECK_LAYOUT_MLA_LATENT ? 0.5f : 2.0f;
+  }
+  k_off_ = static_cast<uint8_t*>(kv_.k) - bytes_.data();
+  v_off_ = static_cast<uint8_t*>(kv_.v) - bytes_.data();
+  const int64_t elems = static_cast<int64_t>(bytes_.size()) / dtype_size(c.dtype);
+  const auto vals = random_floats(rng, static_cast<size_t>(elems), -2.f, 2.f);
+  for (int64_t i = 0; i < elems; ++i) store_from_f32(bytes_.data(), i, c.dtype, vals[i]);
+}
+
+void HostCache::rebase() {
+  kv_.k = bytes_.data() + k_off_;
+  kv_.v = bytes_.data() + v_off_;
+}
+
+std::vector<int32_t> HostCache::shuffled_blocks(int32_t num_blocks, std::mt19937_64& rng) {
+  std::vector<int32_t> ids;
+  for (int32_t b = 1; b < num_blocks; ++b) ids.push_back(b);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+// ---- comparisons ----
+
+std::string compare_exact(const uint8_t* got, const uint8_t* want, size_t bytes, DType dtype,
+                          double* max_abs) {
+  const size_t es = static_cast<size_t>(dtype_size(dtype));
+  std::string first;
+  *max_abs = 0.0;
+  for (size_t i = 0; i + es <= bytes; i += es) {
+    if (memcmp(got + i, want + i, es) == 0) continue;
+    const int64_t idx = static_cast<int64_t>(i / es);
+    const double g = load_as_f32(got, idx, dtype), w = load_as_f32(want, idx, dtype);
+    const double inf = std::numeric_limits<double>::infinity();
+    const double d = std::isfinite(g) && std::isfinite(w) ? std::fabs(g - w) : inf;
+    *max_abs = std::max(*max_abs, d);
+    if (first.empty()) first = fmt::format("element {}: got {} want {}", idx, g, w);
+  }
+  return first;
+}
+
+double rel_l2(const float* got, const float* want, int64_t n) {
+  double num = 0.0, den = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(got[i]) && std::isfinite(want[i]))
+      return std::numeric_limits<double>::infinity();
+    const double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  if (num != num) return std::numeric_limits<double>::quiet_NaN();
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-6);
+}
+
+void Tally::add(const std::string& case_desc, const std::string& why, double error) {
+  ++r_->cases;
+  if (!(error <= r_->worst_error)) r_->worst_error = error;  // NaN sticks
+  if (why.empty()) {
+    ++r_->passed;
+    return;
+  }
+  if (r_->first_failure.empty()) r_->first_failure = case_desc + ": " + why;
+}
+
+std::string fmt_err(double e) {
+  if (e != e) return "nan";
+  if (std::isinf(e)) return "inf";
+  return fmt::format("{:.2e}", e);
+}
+
+}  // namespace kv::conform

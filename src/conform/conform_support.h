@@ -1,0 +1,119 @@
+// conform_support.h — what the per-op checks of `kvcheck conform` share: the shape grid the
+// backend's caps allow, random inputs, a paged cache in host memory, the call into the plugin and
+// the comparisons that decide a case.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/abi_convert.h"
+#include "conform/conform.h"
+#include "kernels/paged_kv.cuh"
+#include "kvcheck/backend.h"
+
+namespace kv::conform {
+
+// ---- the grid ----
+
+// One cache shape of the grid: dtype, layout, block size, head dim (kv heads follow the layout).
+struct CacheCase {
+  DType dtype = DType::f32;
+  kvcheck_kv_layout layout = KVCHECK_LAYOUT_KV_SEPARATE;
+  int32_t block_size = 1;
+  int32_t head_dim = 16;
+  int32_t kv_heads() const { return layout == KVCHECK_LAYOUT_MLA_LATENT ? 1 : 2; }
+  // MLA: V is the first v_dim latent features.
+  int32_t v_dim() const {
+    return layout == KVCHECK_LAYOUT_MLA_LATENT ? head_dim - head_dim / 4 : head_dim;
+  }
+  std::string describe() const;
+};
+
+// dtypes caps ∩ {f32, bf16, fp8_e4m3}, layouts caps ∩ all three, block sizes {1, 3, 7, 16} ∩
+// caps (or the caps' first two), head dims from caps (first two) or {16, 64}. `note` receives
+// what the caps left out.
+std::vector<CacheCase> cache_grid(const kvcheck_caps& caps, std::string* note);
+inline constexpr int32_t kBatches[] = {1, 3, 5};
+inline constexpr int32_t kGqa[] = {1, 4};
+
+// Sequence lengths of a batch: single-token, odd, whole blocks, several blocks; with
+// `last_padded` the last of 3 or more is padded (length -1 here: the caller marks it).
+std::vector<int32_t> seq_lens(std::mt19937_64& rng, int32_t batch, int32_t block_size,
+                              bool allow_empty, bool last_padded);
+
+// ---- data ----
+
+std::vector<float> random_floats(std::mt19937_64& rng, size_t n, float lo = -1.f, float hi = 1.f);
+std::vector<float> nan_floats(size_t n);
+std::string list(const std::vector<int32_t>& v);  // "[1,7,0]"
+
+// One layer's paged cache in host memory, every element random (finite) in the cache dtype.
+class HostCache {
+ public:
+  HostCache(const CacheCase& c, int32_t num_blocks, std::mt19937_64& rng);
+  HostCache(const HostCache& o) : bytes_(o.bytes_), kv_(o.kv_), k_off_(o.k_off_), v_off_(o.v_off_) {
+    rebase();
+  }
+  HostCache& operator=(const HostCache&) = delete;
+  const PagedKv& kv() const { return kv_; }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  // Block ids 1 .. num_blocks-1 in random order (block 0 is the null block).
+  static std::vector<int32_t> shuffled_blocks(int32_t num_blocks, std::mt19937_64& rng);
+
+ private:
+  void rebase();
+  std::vector<uint8_t> bytes_;
+  PagedKv kv_;
+  size_t k_off_ = 0, v_off_ = 0;
+};
+
+// ---- calls and comparisons ----
+
+// Calls one op of the plugin; "" or "returned KVCHECK_ERROR: <its message>".
+template <class Args>
+std::string call_plugin(const kvcheck_backend& b,
+                        int32_t (*fn)(void*, const Args*, void*, char*, size_t), const Args& a) {
+  char err[512] = "";
+  const int32_t status = fn(b.self, &a, nullptr, err, sizeof(err));
+  if (status == KVCHECK_OK) return "";
+  return "returned status " + std::to_string(status) + ": " + (*err ? err : "(no message)");
+}
+
+// Bitwise equality of two byte buffers seen as elements of `dtype`: "" or where they first differ;
+// *max_abs gets the largest absolute difference of the values (inf when one is NaN).
+std::string compare_exact(const uint8_t* got, const uint8_t* want, size_t bytes, DType dtype,
+                          double* max_abs);
+
+// Relative L2 error of one row of n values; inf when `got` has a NaN/Inf where `want` is finite.
+double rel_l2(const float* got, const float* want, int64_t n);
+
+// Tracks one op's cases.
+class Tally {
+ public:
+  explicit Tally(OpReport* r) : r_(r) {}
+  // why == "": the case passed. error: its worst error (counts toward worst_error either way).
+  void add(const std::string& case_desc, const std::string& why, double error);
+
+ private:
+  OpReport* r_;
+};
+
+std::string fmt_err(double e);  // "3.1e-07", "nan", "inf"
+
+// Per-op checks (conform_cache.cpp, conform_attention.cpp).
+struct Target {
+  const kvcheck_backend& b;
+  const ConformOptions& opt;
+};
+void check_write_kv(const Target& t, OpReport* r);
+void check_paged_decode(const Target& t, OpReport* r);
+void check_gather_kv(const Target& t, OpReport* r);
+void check_fill_blocks(const Target& t, OpReport* r);
+void check_varlen_attention(const Target& t, OpReport* r);
+void check_merge_states(const Target& t, OpReport* r);
+void check_quant_fp8(const Target& t, OpReport* r);
+void check_linear_attention(const Target& t, OpReport* r);
+
+}  // namespace kv::conform

@@ -1,0 +1,171 @@
+// worker.cpp — fork, a length-prefixed message over a pipe, and the parent's watch loop.
+#include "plugin/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <stdexcept>
+
+namespace kv {
+namespace {
+
+constexpr int kPollMs = 50;           // how often the parent looks at the record
+constexpr int kWorkThrewExitCode = 70;  // EX_SOFTWARE
+
+bool write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// The worker: run the work, send its text, leave without running the parent's exit handlers.
+[[noreturn]] void worker_main(int fd, const std::function<std::string()>& work) {
+  std::string text;
+  try {
+    text = work();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvcheck worker: %s\n", e.what());
+    ::_exit(kWorkThrewExitCode);
+  } catch (...) {
+    ::_exit(kWorkThrewExitCode);
+  }
+  const uint64_t size = text.size();
+  const bool sent = write_all(fd, reinterpret_cast<const char*>(&size), sizeof(size)) &&
+                    write_all(fd, text.data(), text.size());
+  std::fflush(nullptr);
+  ::_exit(sent ? 0 : kWorkThrewExitCode);
+}
+
+// Reads what is there; false at end of file (or an error).
+bool read_some(int fd, std::string& into) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    into.append(buf, static_cast<size_t>(r));
+    return true;
+  }
+}
+
+// The message, if the bytes hold a whole one.
+bool unframe(const std::string& bytes, std::string& message) {
+  uint64_t size = 0;
+  if (bytes.size() < sizeof(size)) return false;
+  std::memcpy(&size, bytes.data(), sizeof(size));
+  if (bytes.size() != sizeof(size) + size) return false;
+  message = bytes.substr(sizeof(size));
+  return true;
+}
+
+}  // namespace
+
+SharedProgress::SharedProgress() {
+  void* p = ::mmap(nullptr, sizeof(ProgressRecord), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw std::runtime_error(std::string("cannot map the worker's progress record: ") +
+                             std::strerror(errno));
+  record_ = new (p) ProgressRecord();
+}
+
+SharedProgress::~SharedProgress() {
+  record_->~ProgressRecord();
+  ::munmap(record_, sizeof(ProgressRecord));
+}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+WorkerOutcome run_in_worker(const std::function<std::string()>& work,
+                            const ProgressRecord& record, std::chrono::seconds call_timeout) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(std::string("cannot start a worker (pipe): ") + std::strerror(errno));
+  // What the parent buffered must not be written a second time by a worker's exit().
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(std::string("cannot start a worker (fork): ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    worker_main(fds[1], work);
+  }
+  ::close(fds[1]);
+
+  std::string bytes;
+  bool open = true, hung = false;
+  int status = 0;
+  const double limit = static_cast<double>(call_timeout.count());
+  for (;;) {
+    pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
+    const int ready = ::poll(&p, open ? 1 : 0, kPollMs);
+    if (ready > 0 && open) open = read_some(fds[0], bytes);
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (record.call_seconds() > limit) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      hung = true;
+      break;
+    }
+  }
+  // The worker is gone: what it wrote is all in the pipe (unless a process it started keeps the
+  // pipe open: then what has arrived is all there is).
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  while (open && read_some(fds[0], bytes)) {
+  }
+  ::close(fds[0]);
+
+  WorkerOutcome out;
+  if (hung) {
+    out.kind = WorkerOutcome::Kind::hung;
+  } else if (WIFSIGNALED(status)) {
+    out.kind = WorkerOutcome::Kind::crashed;
+    out.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && unframe(bytes, out.message)) {
+    out.kind = WorkerOutcome::Kind::finished;
+  } else {
+    out.kind = WorkerOutcome::Kind::exited;
+    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  return out;
+}
+
+}  // namespace kv

@@ -1,0 +1,53 @@
+// worker.h — run a piece of work in a forked worker process, so that code kvcheck does not own
+// (a backend plugin) can crash, abort, call exit() or hang without taking kvcheck with it.
+//
+// The parent makes a shared ProgressRecord, forks, and watches: the worker runs the work and
+// sends back the text it returns through a pipe (length-prefixed, so a torn message is never
+// taken for a whole one), then leaves with _exit(0). Anything else is an outcome of its own: a
+// signal (crash, abort, trap), an exit without a whole message (exit() inside a plugin, any
+// code, 0 included), or a backend call that has not returned within the timeout (the parent
+// kills the worker: a hang). The parent must not have initialised CUDA before the fork; the
+// work makes its own device.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "plugin/progress_record.h"
+
+namespace kv {
+
+// An anonymous MAP_SHARED mapping holding one ProgressRecord: made before fork, it is the same
+// memory in the parent and the worker.
+class SharedProgress {
+ public:
+  SharedProgress();
+  ~SharedProgress();
+  SharedProgress(const SharedProgress&) = delete;
+  SharedProgress& operator=(const SharedProgress&) = delete;
+  ProgressRecord& record() { return *record_; }
+
+ private:
+  ProgressRecord* record_;
+};
+
+struct WorkerOutcome {
+  enum class Kind { finished, crashed, exited, hung };
+  Kind kind = Kind::finished;
+  std::string message;  // finished: what the work returned
+  int signal = 0;       // crashed: the signal that ended the worker
+  int exit_code = 0;    // exited: its exit status
+};
+
+// Runs `work` in a forked worker and waits for it. A backend call (record.in_call()) running
+// longer than `call_timeout` is a hang: the worker is killed (SIGKILL). `work` runs in the child
+// only; an exception escaping it ends the worker with exit code 70. Throws std::runtime_error
+// when the worker cannot be started (fork, pipe).
+WorkerOutcome run_in_worker(const std::function<std::string()>& work,
+                            const ProgressRecord& record, std::chrono::seconds call_timeout);
+
+// "SIGSEGV", "SIGABRT", ... ("signal N" for one without a name here).
+std::string signal_name(int signal);
+
+}  // namespace kv
