@@ -37,4 +37,11 @@ inline size_t decode_plan_bytes(int32_t max_rows) {
   return (static_cast<size_t>(max_rows) + kDecodeMetaHeader) * sizeof(int32_t);
 }
 
+// Bytes of the built-in paged_decode's scratch: partial outputs [rows][max_splits][num_q_heads]
+// [v_dim] floats, then their lse [rows][max_splits][num_q_heads].
+inline size_t decode_workspace_bytes(int64_t rows, int64_t num_q_heads, int64_t v_dim,
+                                     int64_t max_splits) {
+  return static_cast<size_t>(rows * max_splits * num_q_heads * (v_dim + 1)) * sizeof(float);
+}
+
 }  // namespace kv

@@ -160,7 +160,7 @@ size_t plan_bytes(void*, int32_t max_rows, int32_t, int32_t) {
 size_t workspace_bytes(void*, int32_t op, int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
                        int32_t max_splits) {
   if (op != KVCHECK_OP_PAGED_DECODE) return 0;
-  return backend::decode_workspace_bytes(std::max(max_rows, 0), std::max(num_q_heads, 0),
+  return decode_workspace_bytes(std::max(max_rows, 0), std::max(num_q_heads, 0),
                                          std::max(v_dim, 0), std::max(max_splits, 0));
 }
 

@@ -9,11 +9,9 @@ namespace kv::backend {
 namespace {
 
 // "a b c" of the set bits of a mask, named by `name`.
-template <class Name>
-std::string mask_names(uint32_t mask, int32_t count, Name name) {
+std::string mask_text(uint32_t mask, int32_t count, const char* (*name)(int32_t)) {
   std::string s;
-  for (int32_t i = 0; i < count; ++i)
-    if (mask & (1u << i)) s += std::string(s.empty() ? "" : " ") + name(i);
+  for (const std::string& n : mask_names(mask, count, name)) s += (s.empty() ? "" : " ") + n;
   return s.empty() ? "none" : s;
 }
 
@@ -31,6 +29,13 @@ std::string list_text(const int32_t* list, int32_t n) {
 }
 
 }  // namespace
+
+std::vector<std::string> mask_names(uint32_t mask, int32_t count, const char* (*name)(int32_t)) {
+  std::vector<std::string> names;
+  for (int32_t i = 0; i < count; ++i)
+    if (mask & (1u << i)) names.emplace_back(name(i));
+  return names;
+}
 
 bool implements(const kvcheck_backend& b, kvcheck_op op) {
   // A member is there only if the backend's struct_size covers it.
@@ -59,14 +64,14 @@ std::string caps_refusal(const kvcheck_caps& caps, const CacheShape& c) {
   const int32_t dt = to_abi(c.dtype);
   if (caps.cache_dtypes != 0 && !(caps.cache_dtypes & KVCHECK_DTYPE_BIT(dt)))
     return std::string("cache dtype ") + dtype_name(dt) + " is not among the backend's: " +
-           mask_names(caps.cache_dtypes, 32, dtype_name);
-  if (caps.layouts != 0 && !(caps.layouts & KVCHECK_LAYOUT_BIT(c.layout)))
+           mask_text(caps.cache_dtypes, 32, dtype_name);
+  if (c.paged && caps.layouts != 0 && !(caps.layouts & KVCHECK_LAYOUT_BIT(c.layout)))
     return std::string("cache layout ") + layout_name(c.layout) + " is not among the backend's: " +
-           mask_names(caps.layouts, 3, layout_name);
+           mask_text(caps.layouts, 3, layout_name);
   if (!listed(caps.head_dims, caps.num_head_dims, c.head_dim))
     return "head_dim " + std::to_string(c.head_dim) + " is not among the backend's: " +
            list_text(caps.head_dims, caps.num_head_dims);
-  if (!listed(caps.block_sizes, caps.num_block_sizes, c.block_size))
+  if (c.paged && !listed(caps.block_sizes, caps.num_block_sizes, c.block_size))
     return "block_size " + std::to_string(c.block_size) + " is not among the backend's: " +
            list_text(caps.block_sizes, caps.num_block_sizes);
   return "";

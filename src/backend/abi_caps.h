@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/dtype.cuh"
 #include "kvcheck/backend.h"
@@ -17,7 +18,13 @@ struct CacheShape {
   kvcheck_kv_layout layout = KVCHECK_LAYOUT_KV_SEPARATE;
   int32_t head_dim = 0;
   int32_t block_size = 0;
+  // false: the op reads K/V rows in the cache's dtype, not the paged cache itself
+  // (varlen_attention), so the cache's layout and block size are not asked of it.
+  bool paged = true;
 };
+
+// The names of the bits set in `mask` (bit i named name(i), i < count): a caps mask read out.
+std::vector<std::string> mask_names(uint32_t mask, int32_t count, const char* (*name)(int32_t));
 
 // Whether the backend's table has the op (a non-NULL function); false past its struct_size.
 bool implements(const kvcheck_backend& b, kvcheck_op op);

@@ -22,16 +22,10 @@
 #include <string>
 
 #include "backend/abi_tensor.h"
+#include "kernels/decode_splits.h"
 #include "kernels/op_args.cuh"
 
 namespace kv::backend {
-
-// kvcheck's decode workspace, as the built-in paged_decode uses it: partial_out
-// [rows][max_splits][num_q_heads][v_dim] floats, then partial_lse [rows][max_splits][num_q_heads].
-inline size_t decode_workspace_bytes(int64_t rows, int64_t num_q_heads, int64_t v_dim,
-                                     int64_t max_splits) {
-  return static_cast<size_t>(rows * max_splits * num_q_heads * (v_dim + 1)) * sizeof(float);
-}
 
 // The plan and workspace a paged_decode call hands the backend, and its optional lse output.
 // Left NULL, the plan is the descriptor's split_meta (decode_plan_bytes(num_rows) bytes) and the

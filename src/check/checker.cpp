@@ -41,7 +41,7 @@ double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
-    : s_(s), w_(w), tol_(s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype))),
+    : s_(s), w_(w), tol_(drift_tolerance(s)),
       workers_(max_workers ? max_workers : default_worker_count()) {}
 
 void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "check/checker.h"
+#include "check/tolerances.h"
 #include "engine/engine.h"
 #include "engine/workload.h"
 
@@ -17,22 +18,26 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
-  const auto t_run = std::chrono::steady_clock::now();
+RunResult result_header(const Scenario& s, const std::string& device) {
   RunResult result;
   result.scenario = s.name;
   result.scenario_path = s.source_path;
-  result.device = device.name();
+  result.device = device;
   result.seed = s.seed;
   result.regressions = s.regressions.names();
   result.expected = s.expect;
-
-  Engine engine(s, device);
-  Checker checker(s, engine.weights());
-  result.tolerance = checker.tolerance();
+  result.tolerance = drift_tolerance(s);
   result.reference_mode = s.checks.reference;
   if (s.checks.reference == ReferenceMode::sampled)
     result.reference_sampled_requests = s.checks.sampled_requests;
+  return result;
+}
+
+RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
+  const auto t_run = std::chrono::steady_clock::now();
+  RunResult result = result_header(s, device.name());
+  Engine engine(s, device);
+  Checker checker(s, engine.weights());
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);

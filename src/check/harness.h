@@ -18,6 +18,10 @@ struct HarnessHooks {
   std::function<void(int32_t epoch, int32_t step)> on_step;
 };
 
+// What a result says about the run before anything has run: the scenario, the device, the
+// regressions and expectation, the drift tolerance and reference mode it is judged with.
+RunResult result_header(const Scenario& scenario, const std::string& device);
+
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
 // valid (parse_scenario succeeded) with CLI overrides already applied.
 RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {});

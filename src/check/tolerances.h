@@ -13,6 +13,7 @@
 #pragma once
 
 #include "kernels/dtype.cuh"
+#include "scenario/scenario.h"
 
 namespace kv {
 
@@ -33,6 +34,11 @@ inline double default_drift_tolerance(DType cache_dtype) {
     case DType::fp8_e4m3: return 6e-2;
   }
   return 4e-2;
+}
+
+// The tolerance a scenario is judged with: checks.tolerance, else the cache dtype's default.
+inline double drift_tolerance(const Scenario& s) {
+  return s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype));
 }
 
 // The drift denominator never falls below this share of the token's RMS head norm in that layer

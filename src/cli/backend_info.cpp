@@ -7,17 +7,16 @@
 
 #include <fmt/format.h>
 
+#include "backend/abi_caps.h"
 #include "backend/abi_tensor.h"
 
 namespace kv::cli {
 namespace {
 
-std::vector<std::string> mask_names(uint32_t mask, int32_t n, const char* (*name)(int32_t)) {
-  std::vector<std::string> out;
+// A caps mask read out; 0 declares "any".
+std::vector<std::string> declared(uint32_t mask, int32_t n, const char* (*name)(int32_t)) {
   if (mask == 0) return {"any"};
-  for (int32_t i = 0; i < n; ++i)
-    if (mask & (1u << i)) out.emplace_back(name(i));
-  return out;
+  return backend::mask_names(mask, n, name);
 }
 
 nlohmann::json int_list(const int32_t* v, int32_t n) {
@@ -30,8 +29,8 @@ const char* graph_name(int32_t g) {
 }
 
 nlohmann::json caps_json(const kvcheck_caps& c) {
-  return {{"cache_dtypes", mask_names(c.cache_dtypes, 4, backend::dtype_name)},
-          {"layouts", mask_names(c.layouts, 3, backend::layout_name)},
+  return {{"cache_dtypes", declared(c.cache_dtypes, 4, backend::dtype_name)},
+          {"layouts", declared(c.layouts, 3, backend::layout_name)},
           {"io_dtype", backend::dtype_name(c.io_dtype)},
           {"head_dims", int_list(c.head_dims, c.num_head_dims)},
           {"block_sizes", int_list(c.block_sizes, c.num_block_sizes)},

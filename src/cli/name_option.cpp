@@ -7,12 +7,12 @@ namespace kv::cli {
 
 CLI::Validator name_of(std::vector<std::pair<std::string, int>> table, std::string what) {
   std::vector<std::string> names;
-  for (const auto& [name, value] : table) names.push_back(name);
-  const std::string desc = "{" + [&] {
-    std::string s;
-    for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
-    return s;
-  }() + "}";
+  std::string desc;  // "{a,b,c}" in the help text
+  for (const auto& [name, value] : table) {
+    names.push_back(name);
+    desc += (desc.empty() ? "{" : ",") + name;
+  }
+  desc += "}";
   return CLI::Validator(
       [table, names, what](std::string& input) {
         for (const auto& [name, value] : table)

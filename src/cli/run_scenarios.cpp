@@ -21,11 +21,11 @@
 #include <spdlog/spdlog.h>
 
 #include "check/harness.h"
-#include "check/tolerances.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
 #include "plugin/placement.h"
+#include "plugin/sha256.h"
 #include "plugin/worker.h"
 #include "kernels/cuda/decode_path_env.h"
 #include "report/atomic_write.h"
@@ -187,8 +187,8 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 // The worker's part: everything that touches the device and the backend. Its message is JSON:
 // {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
 // {"outcome": "cannot_run"} (said on stderr).
-std::string work_in_worker(Scenario& s, const RunOptions& opts, ProgressRecord& record,
-                           const ConsoleStyle& style) {
+std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::string& sha256,
+                           ProgressRecord& record, const ConsoleStyle& style) {
   nlohmann::json msg;
   try {
     std::unique_ptr<Device> device = make_device(opts.device);
@@ -197,7 +197,8 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, ProgressRecord& 
     {
       CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);  // a plugin may crash in its init too
       lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
-                                             device->dl_device_id(), opts.backend.options);
+                                             device->dl_device_id(), opts.backend.options,
+                                             sha256);
     }
     spdlog::info("running {} on {} with backend {} (worker {}): {} epoch(s), {} request(s) each",
                  s.name, device->name(), lib->name(), ::getpid(), s.workload.epochs,
@@ -235,18 +236,8 @@ std::string error_message(const RunError& e, int32_t timeout_seconds) {
 // The result of a scenario whose worker ended in an error: what the parent knows of the run.
 RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError error,
                        const RunOptions& opts, double seconds) {
-  RunResult r;
-  r.scenario = s.name;
-  r.scenario_path = s.source_path;
-  r.device = record.device[0] ? std::string(record.device) : opts.device;
-  r.seed = s.seed;
-  r.regressions = s.regressions.names();
-  r.expected = s.expect;
+  RunResult r = result_header(s, record.device[0] ? std::string(record.device) : opts.device);
   r.verdict = Verdict::error;
-  r.tolerance = s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype));
-  r.reference_mode = s.checks.reference;
-  if (s.checks.reference == ReferenceMode::sampled)
-    r.reference_sampled_requests = s.checks.sampled_requests;
   error.epoch = record.epoch.load();
   error.step = record.step.load();
   error.message = error_message(error, opts.backend.timeout_seconds);
@@ -256,12 +247,13 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
 }
 
 // One scenario in a worker process; throws WorkerCannotRun when the worker could not run it.
-ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const ConsoleStyle& style) {
+ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::string& sha256,
+                            const ConsoleStyle& style) {
   SharedProgress shared;
   ProgressRecord& record = shared.record();
   const auto t0 = std::chrono::steady_clock::now();
   const WorkerOutcome out =
-      run_in_worker([&] { return work_in_worker(s, opts, record, style); }, record,
+      run_in_worker([&] { return work_in_worker(s, opts, sha256, record, style); }, record,
                     std::chrono::seconds(opts.backend.timeout_seconds));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -306,6 +298,15 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   // it forks): each worker makes its own.
   const bool isolated = !opts.backend.path.empty();
   std::unique_ptr<Device> device = isolated ? nullptr : make_device(opts.device);
+  // The library's digest, once for all scenarios (a GPU backend can be hundreds of MB); if the
+  // file cannot be read, each worker's load says why.
+  std::string backend_sha256;
+  if (isolated) {
+    try {
+      backend_sha256 = sha256_file(opts.backend.path);
+    } catch (const std::exception&) {
+    }
+  }
   const fs::path out_dir = opts.out_dir;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -319,7 +320,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
     Scenario& s = scenarios[i].scenario;
     ScenarioReport rep;
     if (isolated) {
-      rep = run_isolated(s, opts, style);
+      rep = run_isolated(s, opts, backend_sha256, style);
     } else {
       spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
                    s.workload.epochs, s.workload.num_requests);

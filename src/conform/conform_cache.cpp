@@ -166,7 +166,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
         d.scale = scale;
         auto want = nan_floats(static_cast<size_t>(batch) * nq * vd);
         const auto plan = plan_decode_splits_for(c.dtype, ref_lens, c.block_size, kMaxSplits);
-        std::vector<float> work(backend::decode_workspace_bytes(batch, nq, vd, kMaxSplits) / 4);
+        std::vector<float> work(decode_workspace_bytes(batch, nq, vd, kMaxSplits) / 4);
         d.out = want.data();
         d.split_meta = plan.data();
         d.partial_out = work.data();

@@ -22,7 +22,7 @@ size_t Device::decode_plan_bytes(int32_t max_rows, int32_t, int32_t) const {
 
 size_t Device::decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
                                       int32_t max_splits) const {
-  return static_cast<size_t>(max_rows) * max_splits * num_q_heads * (v_dim + 1) * sizeof(float);
+  return kv::decode_workspace_bytes(max_rows, num_q_heads, v_dim, max_splits);
 }
 
 }  // namespace kv

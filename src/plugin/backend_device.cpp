@@ -2,19 +2,25 @@
 #include "plugin/backend_device.h"
 
 #include <algorithm>
+#include <array>
+#include <string>
 
 #include "backend/abi_tensor.h"
 
 namespace kv {
 namespace {
 
-// The names a plugin call has in the built-in device's error messages (static strings).
+// The name a plugin call has in the built-in device's error messages: "backend <op>", built once
+// from the ABI's op names and kept for the process (the device keeps the pointer).
 const char* external_name(kvcheck_op op) {
-  static const char* const names[KVCHECK_NUM_OPS] = {
-      "backend write_kv",     "backend paged_decode", "backend gather_kv",
-      "backend varlen_attention", "backend merge_states", "backend linear_attention",
-      "backend fill_blocks",  "backend quant_fp8",    "backend paged_prefill"};
-  return names[static_cast<size_t>(op)];
+  static const auto names = [] {
+    std::array<std::string, KVCHECK_NUM_OPS> n;
+    for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+      n[static_cast<size_t>(i)] =
+          std::string("backend ") + backend::op_name(static_cast<kvcheck_op>(i));
+    return n;
+  }();
+  return names[static_cast<size_t>(op)].c_str();
 }
 
 using OpStatus = int32_t;
@@ -26,12 +32,6 @@ BackendDevice::BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> ba
     : builtin_(&builtin), backend_(std::move(backend)), placement_(placement), watch_(watch) {
   dl_device_.device_type = static_cast<DLDeviceType>(builtin_->dl_device_type());
   dl_device_.device_id = builtin_->dl_device_id();
-}
-
-int64_t BackendDevice::backend_calls() const {
-  int64_t n = 0;
-  for (const OpCalls& c : calls_) n += c.backend;
-  return n;
 }
 
 void BackendDevice::count(kvcheck_op op, bool on_backend) {

@@ -67,7 +67,6 @@ class BackendDevice : public Device {
   const OpPlacement& placement() const { return placement_; }
   // Calls per ABI op so far (paged_prefill: unused by this engine yet).
   const std::array<OpCalls, KVCHECK_NUM_OPS>& calls() const { return calls_; }
-  int64_t backend_calls() const;
 
   void* alloc(size_t bytes) override { return builtin_->alloc(bytes); }
   void release(void* p) override { builtin_->release(p); }

@@ -57,7 +57,7 @@ std::string table_problem(const kvcheck_backend& t) {
 }  // namespace
 
 BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
-                               const std::string& options) {
+                               const std::string& options, const std::string& sha256) {
   auto fail = [&](const std::string& what) {
     throw BackendLoadError(fmt::format("backend {}: {}", path, what));
   };
@@ -65,7 +65,7 @@ BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int
   if (!fs::is_regular_file(path, ec)) fail("no such file");
   path_ = fs::absolute(path, ec).lexically_normal().string();  // dlopen searches bare names
   try {
-    sha256_ = sha256_file(path_);
+    sha256_ = sha256.empty() ? sha256_file(path_) : sha256;
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -21,9 +21,11 @@ struct BackendLoadError : std::runtime_error {
 
 class BackendLibrary {
  public:
-  // device: DLPack device type (kDLCPU, kDLCUDA) and index the run uses. Throws BackendLoadError.
+  // device: DLPack device type (kDLCPU, kDLCUDA) and index the run uses. sha256: the file's
+  // digest when the caller has it already (one hash for all of a run's workers), else "".
+  // Throws BackendLoadError.
   BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
-                 const std::string& options = "");
+                 const std::string& options = "", const std::string& sha256 = "");
   ~BackendLibrary();
   BackendLibrary(const BackendLibrary&) = delete;
   BackendLibrary& operator=(const BackendLibrary&) = delete;

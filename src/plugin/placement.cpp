@@ -40,7 +40,7 @@ std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, con
     for (const CacheUse& u : cache_uses(s)) {
       const std::string why = backend::caps_refusal(
           c, {.dtype = s.cache.dtype, .layout = u.layout, .head_dim = u.head_dim,
-              .block_size = s.cache.block_size});
+              .block_size = s.cache.block_size, .paged = cache_op});
       if (!why.empty()) return why + " (" + u.layer + " layers)";
     }
   const bool attention_io = op == KVCHECK_OP_PAGED_DECODE || op == KVCHECK_OP_VARLEN_ATTENTION ||

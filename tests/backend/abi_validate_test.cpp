@@ -177,6 +177,20 @@ TEST(AbiCaps, RefusalNamesTheCapability) {
   c = ok;
   c.head_dim = 96;
   EXPECT_EQ(caps_refusal(caps, c), "head_dim 96 is not among the backend's: 64 128");
+  // An op that reads rows, not the paged cache (varlen_attention), is not asked for the cache's
+  // layout or block size; its dtype and head dim still are.
+  const int32_t sizes[] = {16};
+  caps.block_sizes = sizes;
+  caps.num_block_sizes = 1;
+  c = ok;
+  c.layout = KVCHECK_LAYOUT_KV_INTERLEAVED;
+  EXPECT_TRUE(has(caps_refusal(caps, c), "cache layout kv_interleaved"));
+  c.paged = false;
+  EXPECT_EQ(caps_refusal(caps, c), "");
+  c.head_dim = 96;
+  EXPECT_EQ(caps_refusal(caps, c), "head_dim 96 is not among the backend's: 64 128");
+  c = ok;
+  EXPECT_EQ(caps_refusal(caps, c), "block_size 7 is not among the backend's: 16");
   caps.struct_size = 12;
   EXPECT_TRUE(has(caps_refusal(caps, ok), "caps struct_size 12"));
 }

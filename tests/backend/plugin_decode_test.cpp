@@ -174,7 +174,7 @@ TEST_P(PluginDecode, RefusesAShortPlanAMissingPlanAndAShortWorkspace) {
             std::string::npos);
   bufs.plan = meta.data();
   bufs.plan_bytes = meta.size() * sizeof(int32_t);
-  bufs.workspace_bytes = backend::decode_workspace_bytes(c.rows, c.q_heads, s.vd, 1) - 4;
+  bufs.workspace_bytes = decode_workspace_bytes(c.rows, c.q_heads, s.vd, 1) - 4;
   const std::string why =
       call(plugin.paged_decode, build.paged_decode(s.args(s.cache.desc, out.data()), bufs));
   EXPECT_NE(why.find("paged_decode: workspace: "), std::string::npos) << why;
