@@ -52,6 +52,8 @@ struct DecodePlanArgs {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t v_dim = 0;
+  bool latent = false;       // the plan serves MLA layers (the latent cache)
+  bool interleaved = false;  // ... attention layers over a K/V-interleaved cache
   int32_t* plan = nullptr;  // device memory
   size_t plan_bytes = 0;
 };
@@ -133,6 +135,11 @@ struct VarlenAttnArgs {
   DType kv_dtype = DType::f32;
   float k_scale = 1.0f;
   float v_scale = 1.0f;
+  // The longest sequence's query rows and keys (host values, 0: not given): what a kernel that
+  // sizes its grid on the host needs (FlashAttention's max_seqlen_q / max_seqlen_k). The built-in
+  // ops read the starts arrays instead.
+  int32_t max_q_len = 0;
+  int32_t max_k_len = 0;
 };
 
 // merge_attn_states: rows [0, num_merge) combine state a (context) with state b (new tokens) by
@@ -260,6 +267,26 @@ struct ArgmaxArgs {
   int32_t* tokens = nullptr;
   int32_t num_rows = 0;
   int32_t vocab = 0;
+};
+
+// Row-wise conversion between float32 and the 16-bit dtypes, the engine's bridge to a backend's
+// declared conventions (its io dtype, its lse base and empty-row value): for r < rows, c < cols,
+//   x = value of src[r * src_row_stride + c];  y = (map_value && x == match) ? replace : x * scale
+//   dst[r * dst_row_stride + c] = y rounded to dst_dtype (round to nearest even).
+// f32 / f16 / bf16 only. src and dst may be the same buffer with the same strides (in place).
+struct ConvertRowsArgs {
+  const void* src = nullptr;
+  DType src_dtype = DType::f32;
+  int64_t src_row_stride = 0;  // elements
+  void* dst = nullptr;
+  DType dst_dtype = DType::f32;
+  int64_t dst_row_stride = 0;
+  int32_t rows = 0;
+  int32_t cols = 0;
+  float scale = 1.0f;
+  bool map_value = false;
+  float match = 0.0f;    // compared as float32 (+inf == +inf)
+  float replace = 0.0f;
 };
 
 }  // namespace kv

@@ -4,6 +4,8 @@
 # through PLUGIN (kvcheck's own ops behind the ABI, e.g. build/backends/libkvcheck_backend_host.so),
 # alternating, and the median forward seconds per step of each (the device's steps: what the
 # indirection adds to; library load and start-up excluded). Prints a table and the ratio.
+# KVCHECK_ARGS (environment) go to both runs, e.g. "--device cuda --sampled-requests 1" for a
+# GPU scenario (the reference's cost is outside the step time, a small sample keeps runs short).
 set -euo pipefail
 kvcheck="$1" plugin="$2"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,8 +14,11 @@ runs="${4:-5}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 for i in $(seq "$runs"); do
-  "$kvcheck" run -q --json --out "$out/a" "$scenario" > "$out/inproc-$i.json"
-  "$kvcheck" run -q --json --out "$out/b" --backend "$plugin" "$scenario" > "$out/plugin-$i.json"
+  # shellcheck disable=SC2086  # KVCHECK_ARGS is a list on purpose
+  "$kvcheck" run -q --json --out "$out/a" ${KVCHECK_ARGS:-} "$scenario" > "$out/inproc-$i.json"
+  # shellcheck disable=SC2086
+  "$kvcheck" run -q --json --out "$out/b" ${KVCHECK_ARGS:-} --backend "$plugin" "$scenario" \
+    > "$out/plugin-$i.json"
 done
 python3 - "$out" "$runs" "$scenario" <<'PY'
 import json, statistics, sys, pathlib

@@ -12,11 +12,18 @@
 #   GPU_CHECK_ALLOW_NO_GPU=1  do not fail when no GPU is visible (a dry run of the script)
 #   GPU_CMAKE_ARGS            more configure arguments, e.g. -DDLPACK_INCLUDE_DIR=DIR where the
 #                             machine has no libdlpack-dev (a copy of its dlpack/dlpack.h)
+#   GPU_EQUIV_ALL=1           the CUDA-plugin equivalence also over scenarios/gpu/ (slow: 100+ s
+#                             a scenario, twice, with the CPU reference)
+#   GPU_EQUIV_JOBS            parallel equivalence scenarios (default: GPU_JOBS)
 #
 # What "gpu" covers (ctest -L gpu): test_gpu — every CUDA op against the host op on identical
 # inputs, and CudaDevice's memory, graph and error behaviour —, gpu-verdicts/<scenario>: each
 # scenario must exit with the same code on --device cuda as on --device host, gpu-run/gpu/<name>:
 # the GPU-scale scenarios, and gpu-decode-check: `kvbench_decode --check`, every decode path.
+# Then "cuda plugin": tests/backend_equivalence.py --device cuda over every scenario of scenarios/
+# (not schema/; scenarios/gpu/ too with GPU_EQUIV_ALL=1): `kvcheck run S --device cuda` and the same
+# through --backend libkvcheck_backend_cuda.so must give the same exit code, verdict, first failure
+# and per-epoch figures, every op call on the plugin (logs in LOGDIR/equivalence/).
 # Needs: CUDA 13 (nvcc on PATH or in /usr/local/cuda/bin), CMake >= 3.25, Ninja, g++, and the
 # packages of scripts/setup.sh. No network. Leaves GPU settings alone (only reads nvidia-smi).
 set -uo pipefail
@@ -106,6 +113,43 @@ if [ $built -eq 0 ]; then
   unit_summary=$(ctest_summary "$logdir/ctest-unit.log")
 fi
 
+# cuda_plugin_equivalence: backend_equivalence.py --device cuda over the scenarios, GPU_EQUIV_JOBS at
+# a time; one line per scenario (its log in LOGDIR/equivalence/), non-zero if any differs.
+cuda_plugin_equivalence() {
+  local plugin="$build/backends/libkvcheck_backend_cuda.so" eqdir="$logdir/equivalence"
+  local ejobs="${GPU_EQUIV_JOBS:-$gpu_jobs}" f rel slug rc=0 n=0 bad=0
+  mkdir -p "$eqdir"
+  local files=()
+  while IFS= read -r f; do files+=("$f"); done < <(
+    find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' -not -path '*/scenarios/gpu/*' | sort
+    if [ "${GPU_EQUIV_ALL:-0}" = 1 ]; then find "$repo/scenarios/gpu" -name '*.json' | sort; fi)
+  local pids=() names=()
+  for f in "${files[@]}"; do
+    rel="${f#"$repo/scenarios/"}" slug="${rel//\//_}"
+    while [ "$(jobs -rp | wc -l)" -ge "$ejobs" ]; do wait -n; done
+    python3 "$repo/tests/backend_equivalence.py" --device cuda "$build/kvcheck" "$plugin" "$f" \
+      "$build/test-runs/cuda-equivalence/${slug%.json}" >"$eqdir/${slug%.json}.log" 2>&1 &
+    pids+=($!) names+=("$rel")
+  done
+  for i in "${!pids[@]}"; do
+    n=$((n + 1))
+    if wait "${pids[$i]}"; then
+      echo "same: ${names[$i]}"
+    else
+      bad=$((bad + 1)) rc=1
+      echo "DIFFERENT: ${names[$i]} (log: equivalence/$(basename "${names[$i]//\//_}" .json).log)"
+      sed 's/^/  | /' "$eqdir/$(basename "${names[$i]//\//_}" .json).log" | tail -n 20
+    fi
+  done
+  echo "cuda plugin equivalence: $n scenarios, $bad different"
+  return $rc
+}
+
+if [ $built -eq 0 ] && [ $gpu_present -eq 1 ]; then
+  run_step "cuda plugin" "$logdir/cuda-plugin-equivalence.log" cuda_plugin_equivalence
+  equiv_summary=$(tail -n 1 "$logdir/cuda-plugin-equivalence.log")
+fi
+
 if [ $gpu_present -eq 0 ] && [ $built -eq 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then
   failed=1
 fi
@@ -118,6 +162,7 @@ for i in "${!steps[@]}"; do
 done
 [ -n "${gpu_summary:-}" ] && echo "  gpu:  ${gpu_summary}"
 [ -n "${unit_summary:-}" ] && echo "  unit: ${unit_summary}"
+[ -n "${equiv_summary:-}" ] && echo "  ${equiv_summary}"
 [ -n "$gpu_note" ] && echo "  NOTE: $gpu_note (check nvidia-smi in environment.log)"
 if [ $failed -eq 0 ]; then
   echo "  result: PASS"

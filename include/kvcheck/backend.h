@@ -168,7 +168,9 @@ typedef struct {
  * plan (split-KV schedule, tile counts ...) into `plan`, a device buffer kvcheck owns and keeps at
  * one address for the run (a captured graph reads it there: vLLM PR 35175 is a plan written
  * elsewhere), using `stream` for any copy. It must not allocate device memory. max_splits is the
- * engine's limit on split-KV partitions per row (a hint: a backend may plan fewer). */
+ * engine's limit on split-KV partitions per row (a hint: a backend may plan fewer). A model with
+ * both attention and MLA layers gets one plan per kind, each into its own buffer (the shape fields
+ * and `layout` say which); the paged_decode of a layer receives the plan of its kind. */
 typedef struct {
   uint32_t struct_size;
   const int32_t* seq_lens_host; /* host memory [num_rows] */
@@ -181,6 +183,7 @@ typedef struct {
   int32_t cache_dtype; /* kvcheck_dtype */
   int32_t max_splits;
   kvcheck_tensor plan; /* u8 [plan_bytes], device memory */
+  int32_t layout;      /* kvcheck_kv_layout of the layers this plan serves (MLA: mla_latent) */
 } kvcheck_decode_plan_args;
 
 /* gather_kv: copy each sequence's cached context (its first ctx_lens[s] tokens) out of the paged
@@ -222,6 +225,8 @@ typedef struct {
   int32_t kv_dtype; /* kvcheck_dtype */
   float k_scale;
   float v_scale;
+  int32_t max_q_len; /* the longest sequence's query rows / keys: for a grid sized on the host */
+  int32_t max_k_len;
 } kvcheck_varlen_attention_args;
 
 /* merge_states: rows [0, num_merge) combine state a (context) and state b (new tokens) by their
@@ -319,6 +324,8 @@ typedef struct {
   int32_t num_q_heads;
   int32_t v_dim;
   float scale;
+  int32_t max_q_len;   /* the longest sequence's new tokens, and its cached context */
+  int32_t max_ctx_len;
 } kvcheck_paged_prefill_args;
 
 /* ---- capabilities and conventions ---------------------------------------------------------- */

@@ -45,6 +45,9 @@ void linear_attention(const LinearAttnArgs& a, cudaStream_t stream);
 // ---- batch-wide ----
 void quant_fp8(const QuantFp8Args& a, cudaStream_t stream);
 
+// ---- the engine's bridge to a backend's conventions ----
+void convert_rows(const ConvertRowsArgs& a, cudaStream_t stream);
+
 // ---- the synthetic model's dense ops ----
 void embed(const EmbedArgs& a, cudaStream_t stream);
 void rms_norm(const RmsNormArgs& a, cudaStream_t stream);

@@ -30,6 +30,9 @@ void linear_attention(const LinearAttnArgs& a);
 // ---- batch-wide ----
 void quant_fp8(const QuantFp8Args& a);
 
+// ---- the engine's bridge to a backend's conventions ----
+void convert_rows(const ConvertRowsArgs& a);
+
 // ---- the synthetic model's dense ops ----
 void embed(const EmbedArgs& a);
 void rms_norm(const RmsNormArgs& a);

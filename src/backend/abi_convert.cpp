@@ -92,6 +92,9 @@ kvcheck_decode_plan_args AbiBuilder::decode_plan(const DecodePlanArgs& a) {
   r.cache_dtype = to_abi(a.cache_dtype);
   r.max_splits = a.max_splits;
   array(r.plan, a.plan, kAbiU8, static_cast<int64_t>(a.plan_bytes));
+  r.layout = a.latent        ? KVCHECK_LAYOUT_MLA_LATENT
+             : a.interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
+                             : KVCHECK_LAYOUT_KV_SEPARATE;
   return r;
 }
 
@@ -135,6 +138,8 @@ kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs&
   r.kv_dtype = to_abi(a.kv_dtype);
   r.k_scale = a.k_scale;
   r.v_scale = a.v_scale;
+  r.max_q_len = a.max_q_len;
+  r.max_k_len = a.max_k_len;
   return r;
 }
 

@@ -115,6 +115,8 @@ std::string from_abi(const kvcheck_decode_plan_args& in, DecodePlanArgs* out) {
   o.max_splits = in.max_splits;
   o.plan_bytes = r.bytes(in.plan, "plan");
   o.plan = as<int32_t>(r.tensor(in.plan, "plan", kAbiU8, {-1}, {1}));
+  o.latent = in.layout == KVCHECK_LAYOUT_MLA_LATENT;
+  o.interleaved = in.layout == KVCHECK_LAYOUT_KV_INTERLEAVED;
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -136,6 +138,7 @@ std::string from_abi(const kvcheck_gather_kv_args& in, GatherKvArgs* out) {
   o.k_out = as<float>(r.tensor(in.k_out, "k_out", KVCHECK_F32, {-1, h, hd}, {h * hd, hd, 1}));
   o.v_out = as<float>(r.tensor(in.v_out, "v_out", KVCHECK_F32, {-1, h, hd}, {h * hd, hd, 1}));
   o.num_seqs = n;
+  o.total_ctx = in.k_out.dl.ndim > 0 ? static_cast<int32_t>(in.k_out.dl.shape[0]) : 0;
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -170,6 +173,11 @@ std::string from_abi(const kvcheck_varlen_attention_args& in, VarlenAttnArgs* ou
   o.kv_dtype = r.cache_dtype("kv_dtype", in.kv_dtype);
   o.k_scale = in.k_scale;
   o.v_scale = in.v_scale;
+  o.max_q_len = in.max_q_len;
+  o.max_k_len = in.max_k_len;
+  // The row counts the tensors were built with (the ops read the starts arrays).
+  o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
+  o.num_keys = in.k.dl.ndim > 0 ? static_cast<int32_t>(in.k.dl.shape[0]) : 0;
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -245,6 +253,9 @@ std::string from_abi(const kvcheck_linear_attention_args& in, LinearAttnArgs* ou
   o.num_heads = in.num_heads;
   o.head_dim = in.head_dim;
   o.scale = in.scale;
+  // The counts the tensors were built with (the ops read the arrays).
+  o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
+  o.state_blocks_total = in.state.dl.ndim > 0 ? static_cast<int32_t>(in.state.dl.shape[0]) : 0;
   if (r.ok()) *out = o;
   return done(r);
 }

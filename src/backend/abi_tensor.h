@@ -42,6 +42,12 @@ inline DLDataType dl_dtype(int32_t d) {
   }
   return {kDLOpaqueHandle, 0, 0};
 }
+// A float32 row tensor the engine converted into `dtype` (the backend's io dtype) at the same
+// element strides: only its element type changes.
+inline void retype(kvcheck_tensor& t, int32_t dtype) {
+  t.dtype = dtype;
+  t.dl.dtype = dl_dtype(dtype);
+}
 const char* dtype_name(int32_t d);
 const char* layout_name(int32_t l);
 

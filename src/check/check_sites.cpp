@@ -7,7 +7,9 @@ const std::vector<CheckSiteInfo>& all_check_sites() {
   using enum DeviceOp;
   using S = CheckSite;
   static const std::vector<CheckSiteInfo> sites = {
-      {S::decode, "decode", "attention layers: decode rows", {write_kv, paged_decode}},
+      // The decode multiplies P·V over the whole last tile (as FlashMLA-style kernels do), so it
+      // reads the bytes fill_blocks left in the unwritten slots of a new block (seed 000).
+      {S::decode, "decode", "attention layers: decode rows", {fill_blocks, write_kv, paged_decode}},
       {S::prefill, "prefill",
        "attention layers: prefill rows of sequences without cached context (causal attention, "
        "copied through the merge)",
@@ -16,8 +18,7 @@ const std::vector<CheckSiteInfo>& all_check_sites() {
        "attention layers: prefill rows over cached context (gather, context and causal "
        "attention, merged by LSE)",
        {write_kv, gather_kv, varlen_attention, merge_states}},
-      // MLA's decode multiplies P·V over the whole last tile, so it reads the bytes fill_blocks
-      // left in the unwritten slots of a new block (seed 000).
+      // Likewise MLA's decode.
       {S::mla_decode, "mla_decode",
        "mla layers: decode rows over the latent cache, after the per-head up-projection",
        {fill_blocks, write_kv, paged_decode, linear}},

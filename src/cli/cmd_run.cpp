@@ -81,12 +81,19 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
+  app->add_flag("--clean-twins", opts->clean_twins,
+                "Also run each scenario that has regressions on with them off, expecting clean "
+                "(as <name>.clean): the side that judges a backend's ops on its shapes");
   app->add_flag("--bisect", opts->bisect,
                 "Exit 125 instead of 3 when a run cannot be carried out (git bisect run)");
   CLI::Option* backend_opt = app->add_option(
       "--backend", opts->backend.path,
       "Put this backend plugin (a shared library, include/kvcheck/backend.h) under the "
-      "scenarios: the ops it implements run on it, the rest on --device");
+      "scenarios: the ops it implements run on it, the rest on --device (replaces a scenario's "
+      "own \"backend\")");
+  app->add_flag("--no-backend", opts->no_backend,
+                "Run every op on the built-in device, also for scenarios that name a backend")
+      ->excludes(backend_opt);
   const std::vector<std::string> ops = abi_op_names();
   app->add_option("--backend-op", opts->backend.pinned,
                   "OP=builtin: run this op on the built-in device although the backend has it "
@@ -112,16 +119,15 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--backend-option", opts->backend.options,
                   "Text handed to the backend at init (its own options)")
       ->needs(backend_opt);
+  // These two apply to a scenario's own backend too.
   app->add_option("--backend-timeout", opts->backend.timeout_seconds,
                   "Seconds a backend op call may run before it counts as a hang (the worker is "
                   "killed; verdict error)")
       ->check(CLI::Range(1, 86400))
-      ->capture_default_str()
-      ->needs(backend_opt);
+      ->capture_default_str();
   app->add_flag("--backend-sync", opts->backend.sync_each_op,
                 "Synchronise the device after every backend op call, so that an asynchronous "
-                "fault is pinned on the op that caused it (slower)")
-      ->needs(backend_opt);
+                "fault is pinned on the op that caused it (slower)");
 
   auto action = [=]() {
     RunOptions o = *opts;

@@ -7,10 +7,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <new>
 #include <set>
 #include <sstream>
@@ -114,6 +116,19 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
+  if (opts.clean_twins) {
+    std::vector<LoadedScenario> with_twins;
+    for (auto& l : scenarios) {
+      with_twins.push_back(l);
+      if (l.scenario.regressions.empty()) continue;
+      LoadedScenario twin = l;
+      twin.scenario.name += ".clean";
+      twin.scenario.regressions = RegressionSet();
+      twin.scenario.expect = Expectation::clean;
+      with_twins.push_back(std::move(twin));
+    }
+    scenarios = std::move(with_twins);
+  }
   return true;
 }
 
@@ -126,10 +141,23 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
                   .sha256 = lib.sha256(),
                   .abi_version = static_cast<int32_t>(lib.table().abi_version),
                   .ops = {},
+                  .layer_kinds = {},
                   .notes = placement.notes};
+  std::array<OpCalls, KVCHECK_NUM_OPS> per_op{};
+  for (size_t k = 0; k < kCallLayerKinds.size(); ++k) {
+    BackendKindReport kind{.layer_kind = kCallLayerKinds[k]};
+    for (size_t i = 0; i < per_op.size(); ++i) {
+      const OpCalls& c = dev.calls()[k][i];
+      per_op[i].backend += c.backend;
+      per_op[i].builtin += c.builtin;
+      kind.backend_calls += c.backend;
+      kind.total_calls += c.backend + c.builtin;
+    }
+    if (kind.total_calls > 0 && kind.layer_kind != "none") r.layer_kinds.push_back(kind);
+  }
   for (int i = 0; i < KVCHECK_NUM_OPS; ++i) {
     const auto op = static_cast<kvcheck_op>(i);
-    const OpCalls& c = dev.calls()[static_cast<size_t>(i)];
+    const OpCalls& c = per_op[static_cast<size_t>(i)];
     const bool used = c.backend + c.builtin > 0;
     r.ops.push_back({.op = backend::op_name(op),
                      .placement = dev.placement()[op] ? "backend" : used ? "builtin" : "unused",
@@ -194,6 +222,13 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
     std::unique_ptr<Device> device = make_device(opts.device);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
     std::shared_ptr<BackendLibrary> lib;
+    if (opts.backend.path.empty()) {  // a scenario without a backend in a run with some
+      spdlog::info("running {} on {} (worker {}): {} epoch(s), {} request(s) each", s.name,
+                   device->name(), ::getpid(), s.workload.epochs, s.workload.num_requests);
+      const ScenarioReport rep = report_of(run_one(s, *device, nullptr, opts.backend), style);
+      return nlohmann::json{{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}}
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     {
       CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);  // a plugin may crash in its init too
       lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
@@ -217,8 +252,10 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
 }
 
 std::string where_in_run(const RunError& e) {
-  if (e.epoch == 0) return "while setting up (before epoch 1)";
-  return fmt::format("at epoch {}, step {}", e.epoch, e.step);
+  const std::string layer =
+      e.layer < 0 ? "" : fmt::format(", layer {} ({})", e.layer, e.layer_kind);
+  if (e.epoch == 0) return "while setting up (before epoch 1" + layer + ")";
+  return fmt::format("at epoch {}, step {}{}", e.epoch, e.step, layer);
 }
 
 std::string error_message(const RunError& e, int32_t timeout_seconds) {
@@ -240,6 +277,10 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
   r.verdict = Verdict::error;
   error.epoch = record.epoch.load();
   error.step = record.step.load();
+  if (!error.op.empty() && error.op != KVCHECK_BACKEND_INIT_SYMBOL) {  // in a layer's op
+    error.layer = record.layer.load();
+    error.layer_kind = record.layer_kind_name();
+  }
   error.message = error_message(error, opts.backend.timeout_seconds);
   r.error = std::move(error);
   r.seconds = seconds;
@@ -293,17 +334,47 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
   return report_of(error_result(s, record, std::move(error), opts, seconds), style);
 }
 
+// The backend a scenario runs with: the command line's --backend (it wins over the scenario's
+// own), none under --no-backend, else the scenario's `backend` (its library relative to the
+// scenario file), with the command line's timeout and sync.
+BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
+  const BackendSpec& spec = l.scenario.backend;
+  if (!opts.backend.path.empty()) {
+    if (!spec.library.empty())
+      spdlog::info("{}: names backend {}; --backend {} replaces it", l.path, spec.library,
+                   opts.backend.path);
+    return opts.backend;
+  }
+  BackendOptions b = opts.backend;
+  if (opts.no_backend || spec.library.empty()) return b;
+  fs::path lib = spec.library;
+  if (lib.is_relative()) lib = fs::path(l.path).parent_path() / lib;
+  b.path = lib.lexically_normal().string();
+  b.pinned = spec.builtin_ops;
+  b.allow_fallback = spec.allow_fallback;
+  b.options = spec.options;
+  return b;
+}
+
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
+  std::vector<RunOptions> per_scenario;
+  for (const auto& l : scenarios) {
+    per_scenario.push_back(opts);
+    per_scenario.back().backend = backend_for(opts, l);
+  }
   // With a backend the parent makes no device (on CUDA it must not initialise the driver before
-  // it forks): each worker makes its own.
-  const bool isolated = !opts.backend.path.empty();
+  // it forks): each worker makes its own, also for the scenarios of the run without a backend.
+  const bool isolated = std::any_of(per_scenario.begin(), per_scenario.end(),
+                                    [](const RunOptions& o) { return !o.backend.path.empty(); });
   std::unique_ptr<Device> device = isolated ? nullptr : make_device(opts.device);
-  // The library's digest, once for all scenarios (a GPU backend can be hundreds of MB); if the
-  // file cannot be read, each worker's load says why.
-  std::string backend_sha256;
-  if (isolated) {
+  // Each library's digest, once for all its scenarios (a GPU backend can be hundreds of MB); if
+  // the file cannot be read, each worker's load says why.
+  std::map<std::string, std::string> backend_sha256;
+  for (const RunOptions& o : per_scenario) {
+    if (o.backend.path.empty() || backend_sha256.count(o.backend.path)) continue;
+    std::string& digest = backend_sha256[o.backend.path];
     try {
-      backend_sha256 = sha256_file(opts.backend.path);
+      digest = sha256_file(o.backend.path);
     } catch (const std::exception&) {
     }
   }
@@ -320,7 +391,9 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
     Scenario& s = scenarios[i].scenario;
     ScenarioReport rep;
     if (isolated) {
-      rep = run_isolated(s, opts, backend_sha256, style);
+      const RunOptions& o = per_scenario[i];
+      rep = run_isolated(s, o, o.backend.path.empty() ? "" : backend_sha256.at(o.backend.path),
+                         style);
     } else {
       spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
                    s.workload.epochs, s.workload.num_requests);

@@ -29,7 +29,12 @@ struct RunOptions {
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
   bool json = false;    // result document(s) on stdout instead of the table
   bool bisect = false;  // "could not run" exits 125 (git bisect skip) instead of 3
-  BackendOptions backend;
+  // Each scenario that switches regressions on runs a second time with them off, expecting clean
+  // ("<name>.clean"): with a backend, the clean side is what judges the backend's ops on every
+  // shape the regression scenarios cover (MLA, fp8, hybrid pools ...).
+  bool clean_twins = false;
+  BackendOptions backend;  // --backend ...: replaces every scenario's own `backend`
+  bool no_backend = false;  // --no-backend: ignore the scenarios' `backend`
 };
 
 int run_scenarios(const RunOptions& opts);

@@ -189,9 +189,19 @@ void check_paged_decode(const Target& t, OpReport* r) {
         std::string why;
         if (t.b.paged_decode_plan && t.b.plan_bytes) {
           pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, batch, nq, kMaxSplits), 1), 0);
-          DecodePlanArgs p{lens.data(), batch, c.block_size, c.dtype, kMaxSplits, nq,
-                           c.kv_heads(), hd, vd, reinterpret_cast<int32_t*>(pplan.data()),
-                           pplan.size()};
+          const DecodePlanArgs p{.seq_lens_host = lens.data(),
+                                 .num_rows = batch,
+                                 .block_size = c.block_size,
+                                 .cache_dtype = c.dtype,
+                                 .max_splits = kMaxSplits,
+                                 .num_q_heads = nq,
+                                 .num_kv_heads = c.kv_heads(),
+                                 .head_dim = hd,
+                                 .v_dim = vd,
+                                 .latent = c.layout == KVCHECK_LAYOUT_MLA_LATENT,
+                                 .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
+                                 .plan = reinterpret_cast<int32_t*>(pplan.data()),
+                                 .plan_bytes = pplan.size()};
           backend::AbiBuilder pb(kCpu);
           why = call_plugin(t.b, t.b.paged_decode_plan, pb.decode_plan(p));
         }

@@ -21,6 +21,11 @@
 
 namespace kv {
 
+struct PadContract {
+  int32_t seq_len = 0;   // of a padded decode row
+  int32_t block_id = 0;  // of a padded row's block-table entries and of unused entries
+};
+
 // A failure of the device itself (out of memory, a CUDA error): the run cannot be carried out.
 struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -62,6 +67,7 @@ class Device {
   virtual void linear_attention(const LinearAttnArgs& a) = 0;
   virtual void fill_blocks(const FillBlocksArgs& a) = 0;  // zero_blocks / poison_blocks
   virtual void quant_fp8(const QuantFp8Args& a) = 0;
+  virtual void convert_rows(const ConvertRowsArgs& a) = 0;  // a backend's conventions
   virtual void embed(const EmbedArgs& a) = 0;
   virtual void rms_norm(const RmsNormArgs& a) = 0;
   virtual void linear(const LinearArgs& a) = 0;
@@ -77,6 +83,13 @@ class Device {
   // Where this device's buffers live, in DLPack's terms: kDLCPU (1) or kDLCUDA (2), and the index.
   virtual int32_t dl_device_type() const = 0;
   virtual int32_t dl_device_id() const { return 0; }
+  // The ops that follow belong to model layer `layer` of kind `kind` ("attention", "mla",
+  // "linear"; a static string); layer -1 and kind nullptr: to no layer. A hint for accounting
+  // (a backend's calls per layer kind, where a crash happened); the built-in devices ignore it.
+  virtual void begin_layer(int32_t layer, const char* kind) {}
+  // What graph-padded decode rows hold: seq_len and block-table entry (unused entries of every
+  // block-table row too). The built-in ops take 0 / 0; a backend may declare 1 and -1.
+  virtual PadContract padding() const { return {}; }
 
   // ---- graphs ----
   // Between begin_capture and end_capture ops are recorded, not run, and alloc() draws from the

@@ -33,6 +33,9 @@ const std::vector<DeviceOpInfo>& all_device_ops() {
       {linear, "linear", dense,
        "dense projection: q/k/v, gate, o_proj, LM head; grouped, MLA's per-head up-projection"},
       {argmax, "argmax", dense, "greedy next token from the logits (-1 for NaN logits)"},
+      {convert_rows, "convert_rows", dense,
+       "the bridge to a backend's declared conventions: q/out between float32 and its io dtype, "
+       "lse between bases and empty-row values"},
   };
   return ops;
 }

@@ -23,8 +23,9 @@ enum class DeviceOp {
   rms_norm,
   linear,
   argmax,
+  convert_rows,
 };
-inline constexpr std::size_t kNumDeviceOps = 12;
+inline constexpr std::size_t kNumDeviceOps = 13;
 
 enum class OpRole {
   attention_cache,  // attention and KV-cache ops: what a backend under test implements

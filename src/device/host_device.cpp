@@ -61,6 +61,9 @@ void HostDevice::fill_blocks(const FillBlocksArgs& a) {
 void HostDevice::quant_fp8(const QuantFp8Args& a) {
   submit([a] { host::quant_fp8(a); });
 }
+void HostDevice::convert_rows(const ConvertRowsArgs& a) {
+  submit([a] { host::convert_rows(a); });
+}
 void HostDevice::embed(const EmbedArgs& a) {
   submit([a] { host::embed(a); });
 }

@@ -41,6 +41,7 @@ class HostDevice : public Device {
   void linear_attention(const LinearAttnArgs& a) override;
   void fill_blocks(const FillBlocksArgs& a) override;
   void quant_fp8(const QuantFp8Args& a) override;
+  void convert_rows(const ConvertRowsArgs& a) override;
   void embed(const EmbedArgs& a) override;
   void rms_norm(const RmsNormArgs& a) override;
   void linear(const LinearArgs& a) override;

@@ -20,8 +20,10 @@ std::vector<LayerKind> intersect(const std::vector<LayerKind>& a, std::initializ
 
 }  // namespace
 
-PlanLimits Engine::plan_limits(const Scenario& s) {
+PlanLimits Engine::plan_limits(const Scenario& s, PadContract pad) {
   PlanLimits l;
+  l.pad_seq_len = pad.seq_len;
+  l.pad_block_id = pad.block_id;
   l.block_size = s.cache.block_size;
   const int32_t longest = s.workload.prompt_len.max + s.workload.new_tokens.max;
   l.block_table_stride = (longest + l.block_size - 1) / l.block_size;
@@ -34,7 +36,7 @@ PlanLimits Engine::plan_limits(const Scenario& s) {
 Engine::Engine(const Scenario& s, Device& dev)
     : s_(s),
       weights_(make_model_weights(s.model)),
-      limits_(plan_limits(s)),
+      limits_(plan_limits(s, dev.padding())),
       pool_(s.cache.num_blocks, s.engine.prefix_caching),
       runner_(s, weights_, dev, limits_),
       fill_seed_(s.seed * 0x9e3779b97f4a7c15ull + 17) {

@@ -35,7 +35,7 @@ class Engine {
   const ModelWeights& weights() const { return weights_; }
 
  private:
-  static PlanLimits plan_limits(const Scenario& s);
+  static PlanLimits plan_limits(const Scenario& s, PadContract pad = {});
   std::vector<LayerKind> zeroed_kinds() const;
   void apply_block_events();
 

@@ -130,7 +130,8 @@ void ModelRunner::allocate_buffers() {
   }
   inputs_ = GraphInputs(dev_, max_rows_, limits_.block_table_stride);
   plan_bytes_ = dev_.decode_plan_bytes(max_rows_, m.num_q_heads, limits_.max_decode_splits);
-  decode_plan_ = DeviceBuffer(dev_, plan_bytes_);
+  if (has_layer(m, LayerKind::attention)) attention_plan_ = DeviceBuffer(dev_, plan_bytes_);
+  if (has_layer(m, LayerKind::mla)) mla_plan_ = DeviceBuffer(dev_, plan_bytes_);
   h_ = buffer_of<float>(dev_, R * hidden_);
   x_ = buffer_of<float>(dev_, R * hidden_);
   q_ = buffer_of<float>(dev_, R * q_width_max_);
@@ -156,9 +157,9 @@ void ModelRunner::capture_graphs() {
   for (int32_t size : limits_.capture_sizes) {
     const StepPlan p = build_capture_plan(size, limits_);
     inputs_.upload(p);
-    const int32_t* meta = plan_decode(p, graph_metadata_);  // the graph keeps this address
+    const DecodePlans plans = plan_decode(p, graph_metadata_);  // the graph keeps these addresses
     dev_.begin_capture();
-    launch(p, meta);
+    launch(p, plans);
     graphs_[size] = dev_.end_capture();
   }
 }
@@ -175,27 +176,38 @@ void ModelRunner::ensure_context_capacity(int32_t tokens) {
 // (graph-metadata-not-persistent on an fp8 cache): the fp8 path plans into a fresh buffer each
 // step; an eager step reads it, but a graph captured over an earlier one keeps reading that one.
 // `keep` owns the fresh buffer for as long as its reader runs: the step, or the graph.
-const int32_t* ModelRunner::plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep) {
-  int32_t* plan = decode_plan_.as<int32_t>();
-  if (s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode) {
-    keep.emplace_back(dev_, plan_bytes_);
-    plan = keep.back().as<int32_t>();
-  }
-  if (p.decode_seq_lens.empty()) return plan;  // no decode rows: nothing reads a plan
+ModelRunner::DecodePlans ModelRunner::plan_decode(const StepPlan& p,
+                                                  std::vector<DeviceBuffer>& keep) {
   const ModelSpec& m = s_.model;
-  const bool mla = has_layer(m, LayerKind::mla);
-  dev_.paged_decode_plan({.seq_lens_host = p.decode_seq_lens.data(),
-                          .num_rows = static_cast<int32_t>(p.decode_seq_lens.size()),
-                          .block_size = limits_.block_size,
-                          .cache_dtype = s_.cache.dtype,
-                          .max_splits = limits_.max_decode_splits,
-                          .num_q_heads = m.num_q_heads,
-                          .num_kv_heads = mla ? 1 : m.num_kv_heads,
-                          .head_dim = mla ? latent_dim_ : m.head_dim,
-                          .v_dim = mla ? m.kv_lora_rank : m.head_dim,
-                          .plan = plan,
-                          .plan_bytes = plan_bytes_});
-  return plan;
+  const bool fresh =
+      s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode;
+  // One kind's plan: into its persistent buffer, or (the bug) into a fresh one.
+  auto plan_one = [&](DeviceBuffer& persistent, bool mla) -> const int32_t* {
+    int32_t* plan = persistent.as<int32_t>();
+    if (fresh) {
+      keep.emplace_back(dev_, plan_bytes_);
+      plan = keep.back().as<int32_t>();
+    }
+    if (p.decode_seq_lens.empty()) return plan;  // no decode rows: nothing reads a plan
+    dev_.paged_decode_plan({.seq_lens_host = p.decode_seq_lens.data(),
+                            .num_rows = static_cast<int32_t>(p.decode_seq_lens.size()),
+                            .block_size = limits_.block_size,
+                            .cache_dtype = s_.cache.dtype,
+                            .max_splits = limits_.max_decode_splits,
+                            .num_q_heads = m.num_q_heads,
+                            .num_kv_heads = mla ? 1 : m.num_kv_heads,
+                            .head_dim = mla ? latent_dim_ : m.head_dim,
+                            .v_dim = mla ? m.kv_lora_rank : m.head_dim,
+                            .latent = mla,
+                            .interleaved = !mla && s_.cache.layout == KvLayout::interleaved,
+                            .plan = plan,
+                            .plan_bytes = plan_bytes_});
+    return plan;
+  };
+  DecodePlans plans;
+  if (attention_plan_.as()) plans.attention = plan_one(attention_plan_, false);
+  if (mla_plan_.as()) plans.mla = plan_one(mla_plan_, true);
+  return plans;
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {
@@ -244,7 +256,7 @@ void ModelRunner::zero_init_outputs(int32_t rows) {
 void ModelRunner::forward(const StepPlan& p) {
   inputs_.upload(p);
   std::vector<DeviceBuffer> step_plan_buffer;
-  const int32_t* meta = plan_decode(p, step_plan_buffer);
+  const DecodePlans plans = plan_decode(p, step_plan_buffer);
   ensure_context_capacity(p.total_context_tokens());
   poison_outputs(p);
   if (s_.engine.zero_init_outputs) {
@@ -258,28 +270,31 @@ void ModelRunner::forward(const StepPlan& p) {
   if (p.use_graph) {
     dev_.replay(graphs_.at(p.padded_rows));
   } else {
-    launch(p, meta);
+    launch(p, plans);
   }
   dev_.synchronize();
   timing_.forward_seconds += seconds_since(t0);
   ++timing_.steps;
 }
 
-void ModelRunner::launch(const StepPlan& p, const int32_t* meta_dev) {
+void ModelRunner::launch(const StepPlan& p, const DecodePlans& plans) {
   const int32_t rows = p.padded_rows;
   dev_.embed({.tokens = inputs_.tokens.as<int32_t>(), .positions = inputs_.positions.as<int32_t>(),
               .table = embed_.as<float>(), .out = h_.as<float>(), .num_rows = rows,
               .hidden = hidden_, .vocab = s_.model.vocab_size});
   if (s_.engine.zero_init_outputs) zero_init_outputs(rows);
-  for (auto& L : layers_) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerBuffers& L = layers_[l];
+    dev_.begin_layer(static_cast<int32_t>(l), to_string(L.kind));
     dev_.rms_norm({.x = h_.as<float>(), .out = x_.as<float>(), .num_rows = rows, .cols = hidden_,
                    .eps = kRmsNormEps});
     switch (L.kind) {
-      case LayerKind::attention: launch_attention(p, L, meta_dev); break;
-      case LayerKind::mla: launch_mla(p, L, meta_dev); break;
+      case LayerKind::attention: launch_attention(p, L, plans.attention); break;
+      case LayerKind::mla: launch_mla(p, L, plans.mla); break;
       case LayerKind::linear: launch_linear(p, L); break;
     }
   }
+  dev_.begin_layer(-1, nullptr);
   dev_.rms_norm({.x = h_.as<float>(), .out = x_.as<float>(), .num_rows = rows, .cols = hidden_,
                  .eps = kRmsNormEps});
   dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = lm_head_.as<float>(),
@@ -457,6 +472,8 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     c.num_seqs = p.num_context_seqs;
     c.num_rows = p.prefill_tokens_with_context;
     c.num_keys = p.total_context_tokens();
+    c.max_q_len = p.max_prefill_len(p.num_context_seqs);  // context sequences come first
+    c.max_k_len = p.max_context_len();
     dev_.varlen_attention(c);
   }
   const size_t kv_off = static_cast<size_t>(p.num_decode) * m.kv_width;
@@ -466,6 +483,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   n.lse = new_lse_.as<float>();
   n.num_seqs = p.num_prefill_seqs;
   n.num_rows = n.num_keys = np;
+  n.max_q_len = n.max_k_len = p.max_prefill_len(p.num_prefill_seqs);
   // The new tokens' K/V come from the projections: attend to them as the cache stores them.
   n.kv_dtype = kv.dtype;
   n.k_scale = kv.k_scale;
@@ -517,8 +535,10 @@ void ModelRunner::fill_blocks(const std::vector<int32_t>& ids, FillPattern patte
     a.num_ids = static_cast<int32_t>(ids.size());
     a.pattern = pattern;
     a.seed = seed + l;
+    dev_.begin_layer(static_cast<int32_t>(l), to_string(layers_[l].kind));
     dev_.fill_blocks(a);
   }
+  dev_.begin_layer(-1, nullptr);
   dev_.synchronize();
 }
 

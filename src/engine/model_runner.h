@@ -77,14 +77,20 @@ class ModelRunner {
   void upload_weights(const ModelWeights& w);
   void allocate_buffers();
   void capture_graphs();
-  // Runs the decode plan step; returns where this step's decode reads its plan (the seed-003
-  // switch, in one place).
-  const int32_t* plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep);
+  // Where a step's decode reads its plan, per paged layer kind: attention layers and mla layers
+  // each have their own plan (their shapes differ: a backend's plan depends on them).
+  struct DecodePlans {
+    const int32_t* attention = nullptr;
+    const int32_t* mla = nullptr;
+  };
+  // Runs the decode plan step once per paged layer kind of the model; returns where this step's
+  // decodes read their plans (the seed-003 switch, in one place).
+  DecodePlans plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep);
   void poison_outputs(const StepPlan& p);
   void zero_init_outputs(int32_t rows);
   void ensure_context_capacity(int32_t tokens);
   // The step's ops in order; recorded instead of run while a graph is being captured.
-  void launch(const StepPlan& p, const int32_t* meta_dev);
+  void launch(const StepPlan& p, const DecodePlans& plans);
   void launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
   void launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
   void launch_linear(const StepPlan& p, LayerBuffers& L);
@@ -114,7 +120,9 @@ class ModelRunner {
   std::vector<DeviceBuffer> caches_;
   std::vector<LayerBuffers> layers_;
   GraphInputs inputs_;        // persistent: graphs hold their addresses
-  DeviceBuffer decode_plan_;  // persistent: the plan step writes it, the decode reads it
+  // Persistent, one per paged layer kind the model has: the plan step writes it, the decode
+  // reads it.
+  DeviceBuffer attention_plan_, mla_plan_;
   size_t plan_bytes_ = 0;
   // Activations and workspaces.
   DeviceBuffer h_, x_, q_, k_, v_, gate_, latent_out_;

@@ -6,9 +6,9 @@ namespace kv {
 namespace {
 
 void append_block_row(std::vector<int32_t>& table, const std::vector<int32_t>& blocks,
-                      int32_t stride) {
+                      int32_t stride, int32_t pad_block_id) {
   const size_t at = table.size();
-  table.resize(at + stride, 0);  // unused entries point at the null block
+  table.resize(at + stride, pad_block_id);  // unused entries: the null block (0), or -1
   std::copy_n(blocks.begin(), std::min<size_t>(blocks.size(), stride), table.begin() + at);
 }
 
@@ -17,8 +17,9 @@ void pad_decode_rows(StepPlan& p, const PlanLimits& limits) {
     p.tokens.push_back(0);
     p.positions.push_back(0);
     p.slot_mapping.push_back(-1);
-    p.decode_block_table.resize(p.decode_block_table.size() + limits.block_table_stride, 0);
-    p.decode_seq_lens.push_back(0);
+    p.decode_block_table.resize(p.decode_block_table.size() + limits.block_table_stride,
+                                limits.pad_block_id);
+    p.decode_seq_lens.push_back(limits.pad_seq_len);
     p.linear_seq_starts.push_back(p.linear_seq_starts.back() + 1);
     p.linear_state_blocks.push_back(-1);
     p.linear_has_state.push_back(0);
@@ -68,12 +69,14 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
     }
     add_linear_seq(p, c.num_tokens, r.state_block, c.start > 0);
     if (c.is_decode) {
-      append_block_row(p.decode_block_table, r.block_ids, limits.block_table_stride);
+      append_block_row(p.decode_block_table, r.block_ids, limits.block_table_stride,
+                       limits.pad_block_id);
       p.decode_seq_lens.push_back(c.start + 1);
     } else {
       p.prefill_q_starts.push_back(p.prefill_q_starts.back() + c.num_tokens);
       if (c.start > 0) {
-        append_block_row(p.context_block_table, r.block_ids, limits.block_table_stride);
+        append_block_row(p.context_block_table, r.block_ids, limits.block_table_stride,
+                         limits.pad_block_id);
         p.context_lens.push_back(c.start);
         p.context_starts.push_back(p.context_starts.back() + c.start);
         p.prefill_tokens_with_context += c.num_tokens;
@@ -107,6 +110,7 @@ StepPlan build_capture_plan(int32_t rows, const PlanLimits& limits) {
   p.linear_seq_starts.push_back(0);
   pad_decode_rows(p, limits);
   std::fill(p.decode_seq_lens.begin(), p.decode_seq_lens.end(), 1);
+  std::fill(p.decode_block_table.begin(), p.decode_block_table.end(), 0);  // real sequences
   p.prefill_q_starts.push_back(0);
   p.context_starts.push_back(0);
   return p;

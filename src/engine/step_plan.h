@@ -7,6 +7,7 @@
 // context kernel writes only those rows, and merge_attn_states merges only those (seed 002).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -57,6 +58,19 @@ struct StepPlan {
   int32_t decode_rows() const { return use_graph ? padded_rows : num_decode; }
   int32_t prefill_rows() const { return num_rows - num_decode; }
   int32_t total_context_tokens() const { return context_starts.empty() ? 0 : context_starts.back(); }
+  // The most new tokens of one prefill sequence (the first `seqs` of them), and the longest
+  // cached context.
+  int32_t max_prefill_len(int32_t seqs) const {
+    int32_t m = 0;
+    for (int32_t s = 0; s < seqs && s + 1 < static_cast<int32_t>(prefill_q_starts.size()); ++s)
+      m = std::max(m, prefill_q_starts[s + 1] - prefill_q_starts[s]);
+    return m;
+  }
+  int32_t max_context_len() const {
+    int32_t m = 0;
+    for (int32_t l : context_lens) m = std::max(m, l);
+    return m;
+  }
   int32_t linear_seqs() const { return static_cast<int32_t>(linear_state_blocks.size()); }
 };
 
@@ -66,6 +80,10 @@ struct PlanLimits {
   int32_t max_decode_splits = 1;
   std::vector<int32_t> capture_sizes;         // empty: no graphs
   bool fp8_decode = false;                    // the fp8 path builds its decode metadata itself
+  // What graph-padded decode rows hold (the device's padding contract): their seq_len, and the
+  // block-table entry of padded rows and of every row's unused entries.
+  int32_t pad_seq_len = 0;
+  int32_t pad_block_id = 0;
 };
 
 StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <numbers>
 #include <string>
+#include <string_view>
 
 #include "backend/abi_tensor.h"
 
@@ -32,14 +35,94 @@ BackendDevice::BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> ba
     : builtin_(&builtin), backend_(std::move(backend)), placement_(placement), watch_(watch) {
   dl_device_.device_type = static_cast<DLDeviceType>(builtin_->dl_device_type());
   dl_device_.device_id = builtin_->dl_device_id();
+  const int32_t io = backend_->table().caps.io_dtype;
+  io_dtype_ = io == KVCHECK_BF16 ? DType::bf16 : io == KVCHECK_F16 ? DType::f16 : DType::f32;
+}
+
+BackendDevice::~BackendDevice() {
+  for (void* p : scratch_all_) builtin_->release(p);
+}
+
+// ---- conventions ----
+
+PadContract BackendDevice::padding() const {
+  if (!placement_[KVCHECK_OP_PAGED_DECODE]) return builtin_->padding();
+  const kvcheck_caps& c = backend_->table().caps;
+  return {.seq_len = c.pad_seq_len, .block_id = c.pad_block_id};
+}
+
+bool BackendDevice::lse_converts() const {
+  const kvcheck_caps& c = backend_->table().caps;
+  return c.lse_base != KVCHECK_LSE_NATURAL || c.empty_row_lse > 0;
+}
+
+void* BackendDevice::scratch(kvcheck_op op, int slot, size_t bytes) {
+  auto& [ptr, size] = scratch_[{static_cast<int>(op), slot}];
+  if (ptr == nullptr || size < bytes) {
+    ptr = builtin_->alloc(std::max<size_t>(bytes, 1));
+    size = bytes;
+    scratch_all_.push_back(ptr);
+  }
+  return ptr;
+}
+
+float* BackendDevice::to_io(kvcheck_op op, int slot, const float* src, int64_t stride,
+                            int32_t rows, int32_t cols) {
+  float* io = io_out(op, slot, stride, rows);
+  builtin_->convert_rows({.src = src, .src_dtype = DType::f32, .src_row_stride = stride,
+                          .dst = io, .dst_dtype = io_dtype_, .dst_row_stride = stride,
+                          .rows = rows, .cols = cols});
+  return io;
+}
+
+float* BackendDevice::io_out(kvcheck_op op, int slot, int64_t stride, int32_t rows) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(stride * rows, 0)) *
+                       static_cast<size_t>(dtype_size(io_dtype_));
+  return static_cast<float*>(scratch(op, slot, bytes));
+}
+
+void BackendDevice::from_io(const float* io, float* dst, int64_t stride, int32_t rows,
+                            int32_t cols) {
+  builtin_->convert_rows({.src = io, .src_dtype = io_dtype_, .src_row_stride = stride,
+                          .dst = dst, .dst_dtype = DType::f32, .dst_row_stride = stride,
+                          .rows = rows, .cols = cols});
+}
+
+void BackendDevice::lse_to_natural(float* lse, int32_t rows, int32_t heads) {
+  const kvcheck_caps& c = backend_->table().caps;
+  builtin_->convert_rows({.src = lse, .src_row_stride = heads, .dst = lse,
+                          .dst_row_stride = heads, .rows = rows, .cols = heads,
+                          .scale = c.lse_base == KVCHECK_LSE_BASE2 ? std::numbers::ln2_v<float>
+                                                                   : 1.0f,
+                          .map_value = c.empty_row_lse > 0, .match = INFINITY,
+                          .replace = -INFINITY});
+}
+
+void BackendDevice::lse_to_backend(float* lse, int32_t rows, int32_t heads) {
+  const kvcheck_caps& c = backend_->table().caps;
+  builtin_->convert_rows({.src = lse, .src_row_stride = heads, .dst = lse,
+                          .dst_row_stride = heads, .rows = rows, .cols = heads,
+                          .scale = c.lse_base == KVCHECK_LSE_BASE2 ? std::numbers::log2e_v<float>
+                                                                   : 1.0f,
+                          .map_value = c.empty_row_lse > 0, .match = -INFINITY,
+                          .replace = INFINITY});
+}
+
+void BackendDevice::begin_layer(int32_t layer, const char* kind) {
+  layer_ = layer;
+  kind_ = kCallLayerKinds.size() - 1;
+  for (size_t i = 0; kind != nullptr && i + 1 < kCallLayerKinds.size(); ++i)
+    if (std::string_view(kind) == kCallLayerKinds[i]) kind_ = i;
+  builtin_->begin_layer(layer, kind);
 }
 
 void BackendDevice::count(kvcheck_op op, bool on_backend) {
+  const CallSite site{.op = op, .on_backend = on_backend, .kind = kind_, .layer = layer_};
   if (capturing_) {
-    recording_.emplace_back(op, on_backend);
+    recording_.push_back(site);
     return;
   }
-  OpCalls& c = calls_[static_cast<size_t>(op)];
+  OpCalls& c = calls_[site.kind][static_cast<size_t>(op)];
   ++(on_backend ? c.backend : c.builtin);
 }
 
@@ -64,10 +147,13 @@ void BackendDevice::route(kvcheck_op op, Builtin&& builtin, Call&& call) {
   // The closure owns what it needs: on the host a graph replays it long after this call.
   std::shared_ptr<BackendLibrary> lib = backend_;
   ProgressRecord* record = watch_.record;
-  builtin_->run_external(external_name(op), [lib, op, call, record](void* stream) {
+  const int32_t layer = layer_;
+  const char* kind = kind_ + 1 < kCallLayerKinds.size() ? kCallLayerKinds[kind_] : nullptr;
+  builtin_->run_external(external_name(op), [lib, op, call, record, layer, kind](void* stream) {
     char err[512] = "";
     OpStatus status;
     {
+      if (record) record->set_layer(layer, kind);  // also when a host graph replays the call
       CallMark mark(record, backend::op_name(op));
       status = call(lib->table(), stream, err, sizeof(err));
     }
@@ -95,6 +181,7 @@ void BackendDevice::paged_decode_plan(const DecodePlanArgs& a) {
     char err[512] = "";
     OpStatus status;
     {
+      if (record) record->set_layer(-1, nullptr);  // a plan serves a layer kind, not one layer
       CallMark mark(record, "paged_decode_plan");
       status = t.paged_decode_plan(t.self, &args, stream, err, sizeof(err));
     }
@@ -138,20 +225,35 @@ void BackendDevice::write_kv(const WriteKvArgs& a) {
         });
 }
 
-void BackendDevice::paged_decode(const PagedDecodeArgs& a) {
+void BackendDevice::paged_decode(const PagedDecodeArgs& in) {
   const DLDevice dev = dl_device_;
   // The plan buffer and the decode's scratch are the engine's: sized by decode_plan_bytes and
   // decode_workspace_bytes above, the scratch starting at partial_out.
-  const backend::DecodeBuffers bufs{.plan = const_cast<int32_t*>(a.split_meta),
+  const backend::DecodeBuffers bufs{.plan = const_cast<int32_t*>(in.split_meta),
                                     .plan_bytes = plan_bytes_,
-                                    .workspace = a.partial_out,
+                                    .workspace = in.partial_out,
                                     .workspace_bytes = workspace_bytes_};
-  route(KVCHECK_OP_PAGED_DECODE, [&] { builtin_->paged_decode(a); },
-        [a, dev, bufs](const kvcheck_backend& t, void* stream, char* err, size_t n) {
+  constexpr kvcheck_op op = KVCHECK_OP_PAGED_DECODE;
+  // q in, out back, through the backend's io dtype.
+  const bool io = placement_[op] && io_converts();
+  const int32_t rows = in.num_rows, vd = in.v_dim > 0 ? in.v_dim : in.cache.head_dim;
+  PagedDecodeArgs a = in;
+  if (io) {
+    a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.cache.head_dim);
+    a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
+  }
+  const int32_t io_dtype = backend::to_abi(io_dtype_);
+  route(op, [&] { builtin_->paged_decode(in); },
+        [a, dev, bufs, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {
           backend::AbiBuilder b(dev);
-          const kvcheck_paged_decode_args args = b.paged_decode(a, bufs);
+          kvcheck_paged_decode_args args = b.paged_decode(a, bufs);
+          if (io) {
+            backend::retype(args.q, io_dtype);
+            backend::retype(args.out, io_dtype);
+          }
           return t.paged_decode(t.self, &args, stream, err, n);
         });
+  if (io) from_io(a.out, in.out, in.out_row_stride, rows, in.num_q_heads * vd);
 }
 
 void BackendDevice::gather_kv(const GatherKvArgs& a) {
@@ -164,24 +266,66 @@ void BackendDevice::gather_kv(const GatherKvArgs& a) {
         });
 }
 
-void BackendDevice::varlen_attention(const VarlenAttnArgs& a) {
+void BackendDevice::varlen_attention(const VarlenAttnArgs& in) {
   const DLDevice dev = dl_device_;
-  route(KVCHECK_OP_VARLEN_ATTENTION, [&] { builtin_->varlen_attention(a); },
-        [a, dev](const kvcheck_backend& t, void* stream, char* err, size_t n) {
+  constexpr kvcheck_op op = KVCHECK_OP_VARLEN_ATTENTION;
+  const bool on_backend = placement_[op];
+  const bool io = on_backend && io_converts();
+  const int32_t rows = in.num_rows, vd = in.v_dim > 0 ? in.v_dim : in.head_dim;
+  VarlenAttnArgs a = in;
+  if (io) {
+    a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.head_dim);
+    a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
+  }
+  const int32_t io_dtype = backend::to_abi(io_dtype_);
+  route(op, [&] { builtin_->varlen_attention(in); },
+        [a, dev, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {
           backend::AbiBuilder b(dev);
-          const kvcheck_varlen_attention_args args = b.varlen_attention(a, a.num_rows, a.num_keys);
+          kvcheck_varlen_attention_args args = b.varlen_attention(a, a.num_rows, a.num_keys);
+          if (io) {
+            backend::retype(args.q, io_dtype);
+            backend::retype(args.out, io_dtype);
+          }
           return t.varlen_attention(t.self, &args, stream, err, n);
         });
+  if (io) from_io(a.out, in.out, in.out_row_stride, rows, in.num_q_heads * vd);
+  // Its lse feeds the merge: a built-in merge reads natural logs with -inf for empty rows.
+  if (on_backend && !placement_[KVCHECK_OP_MERGE_STATES] && lse_converts() && in.lse)
+    lse_to_natural(in.lse, rows, in.num_q_heads);
 }
 
-void BackendDevice::merge_states(const MergeStatesArgs& a) {
+void BackendDevice::merge_states(const MergeStatesArgs& in) {
   const DLDevice dev = dl_device_;
-  route(KVCHECK_OP_MERGE_STATES, [&] { builtin_->merge_states(a); },
-        [a, dev](const kvcheck_backend& t, void* stream, char* err, size_t n) {
+  constexpr kvcheck_op op = KVCHECK_OP_MERGE_STATES;
+  const bool on_backend = placement_[op];
+  const bool io = on_backend && io_converts();
+  const int32_t rows = in.num_rows, cols = in.num_heads * in.head_dim;
+  // The states come from the built-in varlen_attention: its lse in the backend's convention.
+  const bool lse_in = on_backend && !placement_[KVCHECK_OP_VARLEN_ATTENTION] && lse_converts();
+  if (lse_in) {
+    lse_to_backend(const_cast<float*>(in.lse_a), rows, in.num_heads);
+    lse_to_backend(const_cast<float*>(in.lse_b), rows, in.num_heads);
+  }
+  MergeStatesArgs a = in;
+  if (io) {
+    a.out_a = to_io(op, 0, in.out_a, in.row_stride, rows, cols);
+    a.out_b = to_io(op, 1, in.out_b, in.row_stride, rows, cols);
+    a.out = to_io(op, 2, in.out, in.row_stride, rows, cols);  // its poison too
+  }
+  const int32_t io_dtype = backend::to_abi(io_dtype_);
+  route(op, [&] { builtin_->merge_states(in); },
+        [a, dev, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {
           backend::AbiBuilder b(dev);
-          const kvcheck_merge_states_args args = b.merge_states(a);
+          kvcheck_merge_states_args args = b.merge_states(a);
+          if (io) {
+            backend::retype(args.out_a, io_dtype);
+            backend::retype(args.out_b, io_dtype);
+            backend::retype(args.out, io_dtype);
+          }
           return t.merge_states(t.self, &args, stream, err, n);
         });
+  if (io) from_io(a.out, in.out, in.row_stride, rows, cols);
+  if (on_backend && lse_converts() && in.lse) lse_to_natural(in.lse, rows, in.num_heads);
 }
 
 void BackendDevice::linear_attention(const LinearAttnArgs& a) {
@@ -235,9 +379,9 @@ void BackendDevice::replay(GraphId g) {
   builtin_->replay(g);
   const auto it = graph_ops_.find(g);
   if (it == graph_ops_.end()) return;
-  for (const auto& [op, on_backend] : it->second) {
-    OpCalls& c = calls_[static_cast<size_t>(op)];
-    ++(on_backend ? c.backend : c.builtin);
+  for (const CallSite& site : it->second) {
+    OpCalls& c = calls_[site.kind][static_cast<size_t>(site.op)];
+    ++(site.on_backend ? c.backend : c.builtin);
   }
 }
 

@@ -39,6 +39,11 @@ struct OpCalls {
   int64_t builtin = 0;
 };
 
+// The layer kinds calls are counted under: the model's three, and "none" for a call outside any
+// layer (none of the ABI's ops is, today).
+inline constexpr std::array<const char*, 4> kCallLayerKinds{"attention", "mla", "linear", "none"};
+using CallsByKind = std::array<std::array<OpCalls, KVCHECK_NUM_OPS>, kCallLayerKinds.size()>;
+
 // A backend op returned an error status: a verdict about the backend, not a device failure.
 struct BackendOpError : std::runtime_error {
   BackendOpError(std::string op, std::string message)
@@ -60,13 +65,17 @@ class BackendDevice : public Device {
   // `builtin` must outlive this device (it serves several runs, one BackendDevice each).
   BackendDevice(Device& builtin, std::shared_ptr<BackendLibrary> backend, OpPlacement placement,
                 BackendWatch watch = {});
+  ~BackendDevice() override;
+  BackendDevice(const BackendDevice&) = delete;
+  BackendDevice& operator=(const BackendDevice&) = delete;
 
   std::string name() const override { return builtin_->name(); }
   std::optional<size_t> free_bytes() const override { return builtin_->free_bytes(); }
   const BackendLibrary& backend() const { return *backend_; }
   const OpPlacement& placement() const { return placement_; }
-  // Calls per ABI op so far (paged_prefill: unused by this engine yet).
-  const std::array<OpCalls, KVCHECK_NUM_OPS>& calls() const { return calls_; }
+  // Calls per layer kind (kCallLayerKinds) and ABI op so far (paged_prefill: unused by this
+  // engine yet).
+  const CallsByKind& calls() const { return calls_; }
 
   void* alloc(size_t bytes) override { return builtin_->alloc(bytes); }
   void release(void* p) override { builtin_->release(p); }
@@ -94,6 +103,9 @@ class BackendDevice : public Device {
   void linear_attention(const LinearAttnArgs& a) override;
   void fill_blocks(const FillBlocksArgs& a) override;
   void quant_fp8(const QuantFp8Args& a) override;
+  void convert_rows(const ConvertRowsArgs& a) override { builtin_->convert_rows(a); }
+  // Graph-padded decode rows as the backend's padding contract says, when its paged_decode runs.
+  PadContract padding() const override;
   void embed(const EmbedArgs& a) override { builtin_->embed(a); }
   void rms_norm(const RmsNormArgs& a) override { builtin_->rms_norm(a); }
   void linear(const LinearArgs& a) override { builtin_->linear(a); }
@@ -106,6 +118,7 @@ class BackendDevice : public Device {
   }
   int32_t dl_device_type() const override { return builtin_->dl_device_type(); }
   int32_t dl_device_id() const override { return builtin_->dl_device_id(); }
+  void begin_layer(int32_t layer, const char* kind) override;
 
   void begin_capture() override;
   GraphId end_capture() override;
@@ -118,9 +131,35 @@ class BackendDevice : public Device {
   template <class Builtin, class Call>
   void route(kvcheck_op op, Builtin&& builtin, Call&& call);
   void count(kvcheck_op op, bool on_backend);
+  // What a call counts under and what the progress record says while it runs.
+  struct CallSite {
+    kvcheck_op op;
+    bool on_backend;
+    size_t kind;     // index into kCallLayerKinds
+    int32_t layer;   // -1: none
+  };
   // --backend-sync: wait for the device after plugin op `name` (outside graph capture); a device
   // error there is the op's (BackendOpError).
   void sync_after(const char* name);
+
+  // ---- the backend's declared conventions (caps), bridged around its calls ----
+  // A scratch buffer for one (op, tensor) of at least `bytes`, at a fixed address until a larger
+  // one is needed (a captured graph keeps the address; old ones live until the device goes).
+  void* scratch(kvcheck_op op, int slot, size_t bytes);
+  // Rows of float32 `src` (row stride in elements) converted into a scratch buffer in the io
+  // dtype, at the same element strides; returns it (as a float* for the descriptor). Outputs go
+  // in this way too, so that the poison of the elements an op leaves unwritten comes back out.
+  float* to_io(kvcheck_op op, int slot, const float* src, int64_t stride, int32_t rows,
+               int32_t cols);
+  // A scratch buffer in the io dtype for rows of `stride` elements, and its way back to float32.
+  float* io_out(kvcheck_op op, int slot, int64_t stride, int32_t rows);
+  void from_io(const float* io, float* dst, int64_t stride, int32_t rows, int32_t cols);
+  // lse rows [rows][heads] in place: the backend's base and empty-row value -> kvcheck's
+  // (natural, -inf), or the other way.
+  void lse_to_natural(float* lse, int32_t rows, int32_t heads);
+  void lse_to_backend(float* lse, int32_t rows, int32_t heads);
+  bool io_converts() const { return io_dtype_ != DType::f32; }
+  bool lse_converts() const;
 
   Device* builtin_;
   std::shared_ptr<BackendLibrary> backend_;
@@ -128,10 +167,15 @@ class BackendDevice : public Device {
   BackendWatch watch_;
   DLDevice dl_device_;
   mutable size_t plan_bytes_ = 0, workspace_bytes_ = 0;  // what the engine allocated, for the ABI
-  std::array<OpCalls, KVCHECK_NUM_OPS> calls_{};
+  DType io_dtype_ = DType::f32;
+  std::map<std::pair<int, int>, std::pair<void*, size_t>> scratch_;  // (op, slot): current
+  std::vector<void*> scratch_all_;
+  CallsByKind calls_{};
+  int32_t layer_ = -1;
+  size_t kind_ = kCallLayerKinds.size() - 1;  // "none"
   bool capturing_ = false;
-  std::vector<std::pair<kvcheck_op, bool>> recording_;         // ops of the graph being captured
-  std::map<GraphId, std::vector<std::pair<kvcheck_op, bool>>> graph_ops_;
+  std::vector<CallSite> recording_;  // ops of the graph being captured
+  std::map<GraphId, std::vector<CallSite>> graph_ops_;
 };
 
 }  // namespace kv

@@ -43,16 +43,6 @@ std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, con
               .block_size = s.cache.block_size, .paged = cache_op});
       if (!why.empty()) return why + " (" + u.layer + " layers)";
     }
-  const bool attention_io = op == KVCHECK_OP_PAGED_DECODE || op == KVCHECK_OP_VARLEN_ATTENTION ||
-                            op == KVCHECK_OP_PAGED_PREFILL;
-  if (attention_io && c.io_dtype != KVCHECK_F32)
-    return fmt::format("it asks for {} q/out, and this kvcheck converts only f32 so far",
-                       backend::dtype_name(c.io_dtype));
-  const bool padded = s.engine.cuda_graphs.mode == GraphMode::decode;
-  if (op == KVCHECK_OP_PAGED_DECODE && padded && (c.pad_seq_len != 0 || c.pad_block_id != 0))
-    return fmt::format("its padding contract (seq_len {}, block id {}) differs from the one this "
-                       "kvcheck pads graph rows with so far (seq_len 0, block id 0)",
-                       c.pad_seq_len, c.pad_block_id);
   return std::nullopt;
 }
 
@@ -106,17 +96,26 @@ Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scen
     }
     out.ops.on_backend[static_cast<size_t>(op)] = true;
   }
-  // Conventions the engine must bridge where a backend op hands its lse to a built-in one.
+  // Conventions the engine bridges (BackendDevice), said in the result.
   const bool varlen = out.ops[KVCHECK_OP_VARLEN_ATTENTION];
   const bool merge = out.ops[KVCHECK_OP_MERGE_STATES];
+  const bool decode = out.ops[KVCHECK_OP_PAGED_DECODE];
+  if (caps.io_dtype != KVCHECK_F32 && (varlen || merge || decode))
+    out.notes.push_back(fmt::format("engine: q and out converted between f32 and {} around the "
+                                    "backend's attention ops",
+                                    backend::dtype_name(caps.io_dtype)));
   if (varlen != merge && (caps.lse_base != KVCHECK_LSE_NATURAL || caps.empty_row_lse > 0))
-    throw BackendLoadError(fmt::format(
-        "backend {} cannot run scenario {}: its lse convention (base {}, empty rows {}) differs "
-        "from the built-in ops', and {} runs built-in while {} runs on the backend; this kvcheck "
-        "does not convert between them yet: put both on the same side (--backend-op)",
-        lib.name(), s.name, caps.lse_base == KVCHECK_LSE_BASE2 ? "2" : "e",
-        caps.empty_row_lse > 0 ? "+inf" : "-inf", varlen ? "merge_states" : "varlen_attention",
-        varlen ? "varlen_attention" : "merge_states"));
+    out.notes.push_back(fmt::format(
+        "engine: lse converted (base {}, empty rows {} <-> base e, -inf) between the backend's "
+        "{} and the built-in {}",
+        caps.lse_base == KVCHECK_LSE_BASE2 ? "2" : "e", caps.empty_row_lse > 0 ? "+inf" : "-inf",
+        varlen ? "varlen_attention" : "merge_states",
+        varlen ? "merge_states" : "varlen_attention"));
+  if (decode && s.engine.cuda_graphs.mode == GraphMode::decode &&
+      (caps.pad_seq_len != 0 || caps.pad_block_id != 0))
+    out.notes.push_back(fmt::format("engine: graph-padded decode rows get seq_len {} and block "
+                                    "id {} (the backend's padding contract)",
+                                    caps.pad_seq_len, caps.pad_block_id));
   // New blocks zeroed for every attention-like layer if the backend needs it (a regression that
   // forgets them still does: that is the bug it models).
   if (caps.needs_zeroed_blocks) {

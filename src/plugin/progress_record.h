@@ -29,15 +29,22 @@ struct ProgressRecord {
 
   std::atomic<int32_t> epoch{0};  // 1-based; 0 while setting up (weights, warm-up, graphs)
   std::atomic<int32_t> step{0};   // the step running within the epoch, 0-based
+  std::atomic<int32_t> layer{-1};  // the model layer of the latest backend call; -1: none
   std::atomic<int64_t> calls_started{0};
   std::atomic<int64_t> calls_returned{0};
   std::atomic<int64_t> call_started_ns{0};  // monotonic_ns() at the latest call's start
   char op[40] = {};      // the latest backend call's op (a synchronisation after it counts too)
+  char layer_kind[16] = {};  // the kind of `layer` ("attention", "mla", "linear"), "" for none
   char device[40] = {};  // the device the worker made ("host", "cuda"), once it has
 
   void set_step(int32_t e, int32_t s) {
     epoch.store(e, std::memory_order_relaxed);
     step.store(s, std::memory_order_release);
+  }
+  // The layer (kind) the next calls belong to; written before the call's start is published.
+  void set_layer(int32_t l, const char* kind) {
+    std::strncpy(layer_kind, kind ? kind : "", sizeof(layer_kind) - 1);
+    layer.store(l, std::memory_order_relaxed);
   }
   void begin_call(const char* name) {
     std::strncpy(op, name, sizeof(op) - 1);
@@ -57,6 +64,9 @@ struct ProgressRecord {
     return in_call() ? 1e-9 * static_cast<double>(monotonic_ns() - call_started_ns.load()) : 0.0;
   }
   std::string op_name() const { return std::string(op, strnlen(op, sizeof(op))); }
+  std::string layer_kind_name() const {
+    return std::string(layer_kind, strnlen(layer_kind, sizeof(layer_kind)));
+  }
 };
 
 // Marks one call's start and return on a record (none: nothing), also when the call throws.

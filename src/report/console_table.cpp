@@ -107,8 +107,12 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
                     format_error_value(r.tolerance));
   if (r.backend) {
     const BackendReport& b = *r.backend;
-    os << fmt::format("backend: {} {} ({}) ran {} of {} op calls\n", b.name, b.version, b.path,
-                      b.backend_calls(), b.total_calls());
+    std::vector<std::string> kinds;
+    for (const auto& k : b.layer_kinds)
+      kinds.push_back(fmt::format("{} {}/{}", k.layer_kind, k.backend_calls, k.total_calls));
+    os << fmt::format("backend: {} {} ({}) ran {} of {} op calls{}\n", b.name, b.version, b.path,
+                      b.backend_calls(), b.total_calls(),
+                      kinds.empty() ? "" : " (" + join(kinds, ", ") + ")");
     std::vector<std::string> on;
     for (const auto& o : b.ops)
       if (o.placement == "backend") on.push_back(o.op);

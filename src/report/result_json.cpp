@@ -51,6 +51,11 @@ json to_json(const EpochStats& e) {
 }
 
 json to_json(const BackendReport& b) {
+  json kinds = json::array();
+  for (const auto& k : b.layer_kinds)
+    kinds.push_back({{"layer_kind", k.layer_kind},
+                     {"backend_calls", k.backend_calls},
+                     {"total_calls", k.total_calls}});
   json ops = json::array();
   for (const auto& o : b.ops)
     ops.push_back({{"op", o.op},
@@ -61,7 +66,7 @@ json to_json(const BackendReport& b) {
               {"version", b.version}, {"sha256", b.sha256},
               {"abi_version", b.abi_version}, {"ops", std::move(ops)},
               {"backend_calls", b.backend_calls()}, {"total_calls", b.total_calls()},
-              {"notes", b.notes}};
+              {"layer_kinds", std::move(kinds)}, {"notes", b.notes}};
 }
 
 json to_json(const RunError& e) {
@@ -69,6 +74,8 @@ json to_json(const RunError& e) {
            {"op", e.op.empty() ? json(nullptr) : json(e.op)},
            {"epoch", e.epoch},
            {"step", e.step},
+           {"layer", e.layer},
+           {"layer_kind", e.layer_kind.empty() ? json(nullptr) : json(e.layer_kind)},
            {"message", e.message}};
   if (e.kind == "crash") doc["signal"] = e.signal;
   if (e.kind == "exit") doc["exit_code"] = e.exit_code;

@@ -113,6 +113,11 @@ Json backend_schema() {
       {"backend_calls", integer(0)},
       {"builtin_calls", integer(0)},
   });
+  Json kind = object(Json{
+      {"layer_kind", enum_of(std::vector<std::string>{"attention", "mla", "linear"})},
+      {"backend_calls", integer(0)},
+      {"total_calls", integer(0)},
+  });
   return described(
       "Only with --backend: the plugin under test and what it ran of the scenario.",
       object(Json{
@@ -126,6 +131,10 @@ Json backend_schema() {
           {"backend_calls", described("Op calls the backend ran (never 0 in a result).",
                                       integer(1))},
           {"total_calls", integer(0)},
+          {"layer_kinds", described("Per layer kind of the model (attention, mla, linear): the op "
+                                    "calls the backend ran of all the calls of that kind's "
+                                    "layers. 0 of N: those layers were not judged.",
+                                    Json{{"type", "array"}, {"items", kind}})},
           {"notes", Json{{"type", "array"}, {"items", Json{{"type", "string"}}}}},
       }));
 }
@@ -141,6 +150,10 @@ Json error_schema() {
                  {"epoch", described("1-based; 0 while setting up (warm-up, graph capture).",
                                      integer(0))},
                  {"step", described("The step running within the epoch, 0-based.", integer(0))},
+                 {"layer", described("The model layer of the latest backend call; -1 when none.",
+                                     integer(-1))},
+                 {"layer_kind", described("Its kind; null when none.",
+                                          Json{{"type", {"string", "null"}}})},
                  {"signal", described("crash only: SIGSEGV, SIGABRT, ...",
                                       Json{{"type", "string"}})},
                  {"exit_code", described("exit only: the worker's exit status.", integer(-1))},

@@ -23,6 +23,8 @@ struct RunError {
   std::string op;        // the backend op in progress; empty when none was
   int32_t epoch = 0;     // 1-based; 0 while setting up (weights, warm-up, graph capture)
   int32_t step = 0;      // the step running within the epoch, 0-based
+  int32_t layer = -1;    // the model layer of the latest backend call; -1: none
+  std::string layer_kind;  // its kind; empty for none
   std::string signal;    // crash: SIGSEGV, SIGABRT, ...
   int32_t exit_code = 0;  // exit: the worker's exit status
   std::string message;   // one human line: what happened where (the console's verdict line)
@@ -67,6 +69,13 @@ struct BackendOpReport {
   int64_t builtin_calls = 0;
 };
 
+// The calls of one layer kind (attention, mla, linear) of the model, over all ops.
+struct BackendKindReport {
+  std::string layer_kind;
+  int64_t backend_calls = 0;
+  int64_t total_calls = 0;
+};
+
 struct BackendReport {
   std::string path;  // absolute
   std::string name;
@@ -74,6 +83,7 @@ struct BackendReport {
   std::string sha256;  // of the library file
   int32_t abi_version = 0;
   std::vector<BackendOpReport> ops;
+  std::vector<BackendKindReport> layer_kinds;  // the kinds the model has: attention, mla, linear
   std::vector<std::string> notes;  // ops that run built-in and why; what the engine adapted
   int64_t backend_calls() const {
     int64_t n = 0;

@@ -10,7 +10,9 @@
 
 #include "scenario/field_table.h"
 #include "scenario/field_table_builders.h"
+#include "backend/abi_tensor.h"
 #include "scenario/regressions.h"
+#include "scenario/suggest.h"
 
 namespace kv {
 namespace {
@@ -304,6 +306,80 @@ const Fields<CheckSpec>& check_fields() {
   return f;
 }
 
+// A key the object must have, as a non-empty string.
+Field<BackendSpec> required_text(Field<BackendSpec> f) {
+  f.required = true;
+  f.has_default = false;
+  f.forms[0].min_length = 1;
+  return f;
+}
+
+// The ABI's op names (include/kvcheck/backend.h), which `builtin_ops` takes.
+std::vector<std::string> backend_op_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    names.emplace_back(backend::op_name(static_cast<kvcheck_op>(i)));
+  return names;
+}
+
+void read_builtin_ops(const Json& v, const std::string& p, BackendSpec& out) {
+  const std::vector<std::string> names = backend_op_names();
+  const auto& items = read_array(v, p, "op names", 0, names.size());
+  out.builtin_ops.clear();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string item = child_pointer(p, i);
+    const std::string name = read_string(items[i], item);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      fail(item, "got \"" + name + "\", expected a backend op: " + quoted_list(names) +
+                     suggestion_tail(name, names));
+    if (std::find(out.builtin_ops.begin(), out.builtin_ops.end(), name) != out.builtin_ops.end())
+      fail(item, fmt::format("op \"{}\" is listed twice", name));
+    out.builtin_ops.push_back(name);
+  }
+}
+
+const Fields<BackendSpec>& backend_fields() {
+  static const Fields<BackendSpec> f = {
+      required_text(text("library", &BackendSpec::library,
+                         "The plugin's shared library (`kvcheck run --backend`); a relative path "
+                         "is taken from the scenario file's folder.")),
+      default_only(Field<BackendSpec>{
+                       .key = "builtin_ops",
+                       .read = read_builtin_ops,
+                       .value_of = [](const BackendSpec& b) { return Json(b.builtin_ops); },
+                       .forms = {array_form(choice_form(backend_op_names()), 0, KVCHECK_NUM_OPS,
+                                            true)},
+                       .doc = "Ops pinned to the built-in device though the backend implements "
+                              "them (`--backend-op OP=builtin`)."},
+                   "with a `library`"),
+      default_only(boolean("allow_fallback", &BackendSpec::allow_fallback,
+                           "Ops whose declared capabilities cannot take this scenario run on the "
+                           "built-in device instead of the run being refused "
+                           "(`--allow-fallback`)."),
+                   "with a `library`"),
+      default_only(text("options", &BackendSpec::options,
+                        "Text handed to the plugin's init (`--backend-option`)."),
+                   "with a `library`"),
+  };
+  return f;
+}
+
+// `backend`: its fields, and a library is required once the object is there.
+Field<Scenario> backend_field() {
+  Field<Scenario> f = object("backend", &Scenario::backend, backend_fields,
+                             "A backend plugin to run the attention and cache ops on, as `kvcheck "
+                             "run --backend` does; the command line's `--backend` replaces it, "
+                             "`--no-backend` ignores it.");
+  f.read = [](const Json& v, const std::string& p, Scenario& out) {
+    read_object(backend_fields(), v, p, out.backend);
+    if (out.backend.library.empty())
+      fail(child_pointer(p, "library"),
+           v.contains("library") ? "got \"\", expected the path of a backend plugin (.so)"
+                                 : "missing; a backend names its plugin's library");
+  };
+  return f;
+}
+
 const Fields<Scenario>& scenario_fields() {
   static const Fields<Scenario> f = {
       {.key = "format",
@@ -338,6 +414,7 @@ const Fields<Scenario>& scenario_fields() {
       choice("expect", &Scenario::expect, kExpectationNames,
              "The verdict the scenario should get: `clean` (no check fails) or `corrupt` (a "
              "check fails, e.g. with a regression on); kvcheck reports whether a run met it."),
+      backend_field(),
   };
   return f;
 }

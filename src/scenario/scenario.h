@@ -121,6 +121,15 @@ struct CheckSpec {
 
 enum class Expectation { clean, corrupt };
 
+// A backend plugin the scenario runs its attention/cache ops on, as `kvcheck run --backend`
+// would; library empty: none. The command line's --backend replaces it, --no-backend ignores it.
+struct BackendSpec {
+  std::string library;                 // a path; relative: to the scenario file's folder
+  std::vector<std::string> builtin_ops;  // ABI ops pinned to the built-in device (--backend-op)
+  bool allow_fallback = false;         // --allow-fallback
+  std::string options;                 // --backend-option
+};
+
 struct Scenario {
   int32_t format = kScenarioFormat;
   std::string name;          // defaults to the file's stem
@@ -135,6 +144,7 @@ struct Scenario {
   RegressionSet regressions;
   CheckSpec checks;
   Expectation expect = Expectation::clean;
+  BackendSpec backend;
 };
 
 inline bool has_layer(const ModelSpec& m, LayerKind k) {

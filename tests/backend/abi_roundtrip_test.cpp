@@ -165,17 +165,24 @@ TEST(AbiRoundTrip, PagedDecodeResolvesVDimZeroAndTakesTheBackendsBuffers) {
   EXPECT_EQ(lse, bufs.lse);
 }
 
+// One plan per paged layer kind: the layout says which (mla latent, interleaved, separate).
 TEST(AbiRoundTrip, DecodePlan) {
   AbiBuilder build(kCpu);
-  const DecodePlanArgs a{.seq_lens_host = at<int32_t>(100), .num_rows = 7, .block_size = 3,
-                         .cache_dtype = DType::fp8_e4m3, .max_splits = 4, .num_q_heads = 6,
-                         .num_kv_heads = 2, .head_dim = 11, .v_dim = 8,
-                         .plan = at<int32_t>(900), .plan_bytes = 44};
-  const kvcheck_decode_plan_args abi = build.decode_plan(a);
-  DecodePlanArgs b;
-  ASSERT_EQ(from_abi(abi, &b), "");
-  SAME(seq_lens_host); SAME(num_rows); SAME(block_size); SAME(cache_dtype); SAME(max_splits);
-  SAME(num_q_heads); SAME(num_kv_heads); SAME(head_dim); SAME(v_dim); SAME(plan); SAME(plan_bytes);
+  for (int kind = 0; kind < 3; ++kind) {
+    const DecodePlanArgs a{.seq_lens_host = at<int32_t>(100), .num_rows = 7, .block_size = 3,
+                           .cache_dtype = DType::fp8_e4m3, .max_splits = 4, .num_q_heads = 6,
+                           .num_kv_heads = 2, .head_dim = 11, .v_dim = 8, .latent = kind == 1,
+                           .interleaved = kind == 2, .plan = at<int32_t>(900), .plan_bytes = 44};
+    const kvcheck_decode_plan_args abi = build.decode_plan(a);
+    EXPECT_EQ(abi.layout, kind == 1   ? KVCHECK_LAYOUT_MLA_LATENT
+                          : kind == 2 ? KVCHECK_LAYOUT_KV_INTERLEAVED
+                                      : KVCHECK_LAYOUT_KV_SEPARATE);
+    DecodePlanArgs b;
+    ASSERT_EQ(from_abi(abi, &b), "");
+    SAME(seq_lens_host); SAME(num_rows); SAME(block_size); SAME(cache_dtype); SAME(max_splits);
+    SAME(num_q_heads); SAME(num_kv_heads); SAME(head_dim); SAME(v_dim); SAME(latent);
+    SAME(interleaved); SAME(plan); SAME(plan_bytes);
+  }
 }
 
 TEST(AbiRoundTrip, GatherKv) {
@@ -207,8 +214,11 @@ TEST(AbiRoundTrip, VarlenAttentionIncludingMlaAndCacheDtypes) {
                              .out = at(70000), .out_row_stride = 6 * 8 + 3, .lse = at(90000),
                              .num_seqs = 4, .num_q_heads = 6, .num_kv_heads = 1, .head_dim = 11,
                              .v_dim = 8, .scale = 0.125f, .causal = causal, .kv_dtype = t,
-                             .k_scale = 0.5f, .v_scale = 2.0f};
+                             .k_scale = 0.5f, .v_scale = 2.0f, .max_q_len = 9,
+                             .max_k_len = 13};
       const kvcheck_varlen_attention_args abi = build.varlen_attention(a, 17, 23);
+      EXPECT_EQ(abi.max_q_len, 9);
+      EXPECT_EQ(abi.max_k_len, 13);
       EXPECT_EQ(abi.q.dl.shape[0], 17);
       EXPECT_EQ(abi.k.dl.shape[0], 23);
       VarlenAttnArgs b;
@@ -216,7 +226,10 @@ TEST(AbiRoundTrip, VarlenAttentionIncludingMlaAndCacheDtypes) {
       SAME(q); SAME(q_row_stride); SAME(k); SAME(v); SAME(kv_row_stride); SAME(q_starts);
       SAME(k_starts); SAME(out); SAME(out_row_stride); SAME(lse); SAME(num_seqs);
       SAME(num_q_heads); SAME(num_kv_heads); SAME(head_dim); SAME(v_dim); SAME(scale);
-      SAME(causal); SAME(kv_dtype); SAME(k_scale); SAME(v_scale);
+      SAME(causal); SAME(kv_dtype); SAME(k_scale); SAME(v_scale); SAME(max_q_len);
+      SAME(max_k_len);
+      EXPECT_EQ(b.num_rows, 17);
+      EXPECT_EQ(b.num_keys, 23);
     }
 }
 

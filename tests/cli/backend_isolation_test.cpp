@@ -48,6 +48,10 @@ TEST_F(BackendIsolation, ACrashIsAnErrorVerdictNamingTheOpAndTheSignal) {
   EXPECT_EQ(e["kind"], "crash");
   EXPECT_EQ(e["signal"], "SIGSEGV");
   EXPECT_FALSE(e.contains("exit_code"));
+  // write_kv runs inside a layer: the error names it (tiny.json has attention layers only).
+  EXPECT_EQ(e["layer_kind"], "attention");
+  EXPECT_GE(e["layer"].get<int>(), 0);
+  EXPECT_TRUE(contains(e["message"].get<std::string>(), "(attention)")) << e["message"];
 }
 
 TEST_F(BackendIsolation, ACrashIsExit1UnderBisectAndWhateverTheScenarioExpects) {
@@ -123,10 +127,10 @@ TEST_F(BackendIsolation, AHealthyBackendRunsAsBeforeAlsoWithBackendSync) {
   EXPECT_TRUE(contains(plain.out, "verdict: corrupt (expected corrupt) — OK")) << plain.out;
 }
 
-TEST_F(BackendIsolation, TheNewOptionsNeedABackendAndAPositiveTimeout) {
+TEST_F(BackendIsolation, TheTimeoutMustBePositive) {
   write("tiny.json", kTinyScenario);
-  EXPECT_EQ(kvcheck("run tiny.json --backend-sync").exit_code, 2);
   EXPECT_EQ(kvcheck("run tiny.json --backend-timeout 0 --backend " + kHostPlugin).exit_code, 2);
+  EXPECT_EQ(kvcheck("run tiny.json --backend-timeout 0").exit_code, 2);
 }
 
 }  // namespace

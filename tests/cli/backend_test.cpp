@@ -3,6 +3,9 @@
 // --bisect) with a message naming the backend and what is wrong, and no result file; an op that
 // returns an error status is a failure of the backend (exit 1); the built-in host ops behind the
 // ABI run a scenario and the result says where every op ran.
+#include <map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "backend_cli.h"
@@ -86,6 +89,76 @@ TEST_F(BackendCommand, TheBuiltinHostOpsAsAPluginRunAndTheResultSaysWhereEachOpR
     EXPECT_GT(op["builtin_calls"].get<int64_t>(), 0);
   }
   EXPECT_TRUE(contains(p["notes"].dump(), "--backend-op paged_decode=builtin")) << p["notes"];
+}
+
+// Per layer kind, the result says how many op calls the backend ran of how many: an op pinned to
+// the built-in device leaves the layers that use it partly (or wholly) unjudged, and says so.
+TEST_F(BackendCommand, TheResultCountsTheBackendsCallsPerLayerKind) {
+  const std::string seed = std::string(KVCHECK_SOURCE_DIR) +
+                           "/scenarios/seeds/000-mla-linear-hybrid-not-zeroed.json";
+  CliRun r = kvcheck("run " + seed + " --no-regressions --expect clean --out out "
+                     "--backend-op linear_attention=builtin --backend " + kHostPlugin);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json b = json::parse(read_file(dir_ / "out/000-mla-linear-hybrid-not-zeroed.json"))
+                     ["backend"];
+  std::map<std::string, std::pair<int64_t, int64_t>> kinds;  // kind: (backend, total)
+  int64_t total = 0;
+  for (const auto& k : b["layer_kinds"]) {
+    kinds[k["layer_kind"]] = {k["backend_calls"], k["total_calls"]};
+    total += k["total_calls"].get<int64_t>();
+  }
+  ASSERT_EQ(kinds.size(), 2u) << b["layer_kinds"];  // mla and linear, no attention layers
+  EXPECT_GT(kinds["mla"].second, 0);
+  EXPECT_EQ(kinds["mla"].first, kinds["mla"].second);  // every mla op on the backend
+  // The linear layers: their recurrence pinned built-in; only their zeroing fills on the backend.
+  EXPECT_LT(kinds["linear"].first, kinds["linear"].second);
+  EXPECT_EQ(total, b["total_calls"].get<int64_t>());
+  EXPECT_TRUE(contains(r.out, "(mla " + std::to_string(kinds["mla"].first) + "/")) << r.out;
+}
+
+// A scenario can name its backend: the library relative to the scenario file, its pinned ops.
+// The command line wins: --backend replaces it, --no-backend ignores it. In one run, scenarios
+// with and without a backend each get their own.
+TEST_F(BackendCommand, AScenarioNamesItsBackendAndTheCommandLineWins) {
+  const std::string rel =
+      fs::relative(kHostPlugin, (dir_ / "sub").string()).string();  // from the scenario's folder
+  fs::create_directories(dir_ / "sub");
+  std::string with = kTinyScenario;
+  with.insert(with.rfind('}'), ", \"backend\": {\"library\": \"" + rel +
+                                   "\", \"builtin_ops\": [\"merge_states\"]}");
+  write("sub/named.json", with);
+  write("tiny.json", kTinyScenario);
+
+  CliRun r = kvcheck("run sub/named.json tiny.json --out out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json named = json::parse(read_file(dir_ / "out/tiny.json"));  // both are named "tiny"
+  EXPECT_TRUE(contains(r.out, "backend: builtin-host")) << r.out;
+  CliRun one = kvcheck("run sub/named.json --out one");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const json b = json::parse(read_file(dir_ / "one/tiny.json"))["backend"];
+  EXPECT_EQ(b["name"], "builtin-host");
+  for (const auto& op : b["ops"])
+    if (op["op"] == "merge_states") EXPECT_EQ(op["placement"], "builtin") << op;
+  // The second scenario of the mixed run had no backend: its result has no backend block.
+  EXPECT_FALSE(named.contains("backend") && !named["backend"].is_null()) << named["backend"];
+
+  CliRun none = kvcheck("run sub/named.json --no-backend --out none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_FALSE(contains(none.out, "backend:")) << none.out;
+
+  // --backend replaces the scenario's: a crashing plugin on the command line is what runs.
+  CliRun replaced = kvcheck("run sub/named.json --out rep --backend " + test_plugin("crash"));
+  EXPECT_EQ(replaced.exit_code, 1) << replaced.err;
+  EXPECT_TRUE(contains(replaced.err, "--backend")) << replaced.err;
+
+  // A scenario naming a library that is not there cannot run, and says which file.
+  std::string missing = kTinyScenario;
+  missing.insert(missing.rfind('}'), ", \"backend\": {\"library\": \"nowhere.so\"}");
+  write("missing.json", missing);
+  CliRun gone = kvcheck("run missing.json --out gone");
+  EXPECT_EQ(gone.exit_code, 3) << gone.err;
+  EXPECT_TRUE(contains(gone.err, "nowhere.so")) << gone.err;
+  EXPECT_EQ(kvcheck("run missing.json --no-backend --backend " + kHostPlugin).exit_code, 2);
 }
 
 TEST_F(BackendCommand, BackendOptionsAreCheckedAsUsage) {

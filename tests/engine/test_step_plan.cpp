@@ -53,6 +53,10 @@ TEST(StepPlan, OrdersDecodesThenContextPrefillsThenFreshPrefills) {
   EXPECT_EQ(p.num_context_seqs, 1);
   EXPECT_EQ(p.context_lens, std::vector<int32_t>({6}));
   EXPECT_EQ(p.prefill_q_starts, std::vector<int32_t>({0, 3, 7}));
+  // The longest query runs a host-sized kernel grid needs (varlen's max_q_len / max_k_len).
+  EXPECT_EQ(p.max_prefill_len(p.num_context_seqs), 3);
+  EXPECT_EQ(p.max_prefill_len(p.num_prefill_seqs), 4);
+  EXPECT_EQ(p.max_context_len(), 6);
   EXPECT_EQ(p.decode_seq_lens, std::vector<int32_t>({10, 8}));
   // Position 9 of request 1 lives in its 4th block (9 / 3 = 3), entry 0.
   EXPECT_EQ(p.slot_mapping[0], static_cast<int64_t>(f.reqs[1].block_ids[3]) * 3 + 0);
@@ -75,6 +79,27 @@ TEST(StepPlan, DecodeOnlyStepIsPaddedToTheSmallestCaptureSize) {
   // No splits for a padded row, whichever built-in planner runs.
   for (DType dt : {DType::bf16, DType::fp8_e4m3})
     EXPECT_EQ(plan_decode_splits_for(dt, p.decode_seq_lens, 3, 4)[kDecodeMetaHeader + 3], 0);
+}
+
+// A backend's padding contract (seq_len 1, block -1): padded rows and every row's unused
+// block-table entries say so; the capture batch stays real one-token sequences on the null block.
+TEST(StepPlan, PaddedRowsFollowTheDevicesPaddingContract) {
+  PlanFixture f;
+  SchedulerOutput out;
+  out.chunks = {{0, 9, 1, true, true}, {1, 4, 1, true, true}, {2, 2, 1, true, true}};
+  PlanLimits limits = f.limits({2, 4, 8});
+  limits.pad_seq_len = 1;
+  limits.pad_block_id = -1;
+  const StepPlan p = build_step_plan(out, f.sched, limits);
+  ASSERT_EQ(p.padded_rows, 4);
+  EXPECT_EQ(p.decode_seq_lens, std::vector<int32_t>({10, 5, 3, 1}));
+  for (int32_t k = 0; k < 5; ++k) EXPECT_EQ(p.decode_block_table[3 * 5 + k], -1);
+  EXPECT_EQ(p.decode_block_table[0 * 5 + 4], -1);  // request 0 has 4 blocks: entry 4 is unused
+  EXPECT_EQ(p.decode_block_table[0 * 5 + 3], f.reqs[0].block_ids[3]);
+  EXPECT_EQ(p.slot_mapping[3], -1);
+  const StepPlan cap = build_capture_plan(2, limits);
+  EXPECT_EQ(cap.decode_seq_lens, std::vector<int32_t>({1, 1}));
+  for (int32_t e : cap.decode_block_table) EXPECT_EQ(e, 0);
 }
 
 TEST(StepPlan, MixedOrOversizedStepsRunEagerly) {

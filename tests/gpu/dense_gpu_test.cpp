@@ -1,8 +1,9 @@
-// dense_gpu_test.cpp — CUDA vs host for the batch-wide fp8 op and the synthetic model's dense ops:
-// quant_fp8, embed, rms_norm, linear (plain, grouped, bias, accumulate), argmax.
+// dense_gpu_test.cpp — CUDA vs host for the batch-wide fp8 op, the synthetic model's dense ops
+// (quant_fp8, embed, rms_norm, linear (plain, grouped, bias, accumulate), argmax) and
+// convert_rows, the bridge to a backend's conventions.
 //
 // Exact (bit for bit, NaN payloads aside): quant_fp8 (the scale is a max, order independent; the
-// rest is IEEE division and conversions) and argmax. Within float rounding: rms_norm and linear
+// rest is IEEE division and conversions), argmax and convert_rows. Within float rounding: rms_norm and linear
 // (relative L2 per row <= 1e-5: float sums of at most 600 terms in a different order, measured
 // host error under 1e-6), embed (element error <= 2e-6 + 2.5e-7 * position: a rare one-ulp
 // difference of pow's frequency moves the angle by up to position * 1.2e-7).
@@ -50,6 +51,32 @@ TEST_F(GpuDense, QuantFp8MatchesHostBitForBit) {
                                 get<float>(ty, Side::cuda, padded * stride)));
         EXPECT_TRUE(same_floats(get<float>(scale, Side::host, 1), get<float>(scale, Side::cuda, 1)));
       }
+}
+
+// convert_rows: the same element function on both sides, so the same bits, NaN included.
+TEST_F(GpuDense, ConvertRowsMatchesHostBitForBit) {
+  SCOPED_TRACE(trace_seed());
+  const int32_t rows = 37, cols = 29, stride = 33;
+  for (DType io : {DType::bf16, DType::f16}) {
+    std::vector<float> x = test::random_floats(rng_, size_t(rows) * stride, -70000.0f, 70000.0f);
+    x[3] = NAN;
+    x[4] = -INFINITY;
+    x[5] = 1e-7f;  // an f16 subnormal
+    const Twin tx = upload(x);
+    const Twin mid = poisoned_floats(size_t(rows) * stride);  // wide enough for 16-bit rows
+    const Twin back = poisoned_floats(size_t(rows) * stride);
+    on_both([&](Device& d, Side s) {
+      d.convert_rows({.src = tx.p<float>(s), .src_row_stride = stride, .dst = mid.p<float>(s),
+                      .dst_dtype = io, .dst_row_stride = stride, .rows = rows, .cols = cols,
+                      .scale = 0.6931472f, .map_value = true, .match = -INFINITY,
+                      .replace = INFINITY});
+      d.convert_rows({.src = mid.p<float>(s), .src_dtype = io, .src_row_stride = stride,
+                      .dst = back.p<float>(s), .dst_row_stride = stride, .rows = rows,
+                      .cols = cols});
+    });
+    EXPECT_TRUE(same_floats(get<float>(back, Side::host, size_t(rows) * stride),
+                            get<float>(back, Side::cuda, size_t(rows) * stride)));
+  }
 }
 
 TEST_F(GpuDense, EmbedMatchesHost) {

@@ -103,7 +103,7 @@ TEST(ConsoleTable, StringStreamsAreNeverTerminals) {
 TEST(ConsoleTable, FailureLineNamesWhereAndWhat) {
   const std::string line = failure_line(*test::sample_result().first_failure);
   for (const char* part : {"epoch 2", "step 7", "request 3", "position 17", "layer 0", "head 1",
-                           "site decode (ops write_kv, paged_decode)", "check nonfinite", "value nan", "padded"})
+                           "site decode (ops fill_blocks, write_kv, paged_decode)", "check nonfinite", "value nan", "padded"})
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing from: " << line;
 
   Failure f = *test::sample_result().first_failure;
@@ -154,7 +154,8 @@ TEST(ConsoleTable, AnErrorVerdictSaysWhatFailedWhereWithoutAnExpectation) {
   r.verdict = Verdict::error;
   r.epochs.clear();
   r.first_failure.reset();
-  r.error = RunError{.kind = "hang", .op = "paged_decode", .epoch = 1, .step = 3, .signal = "",
+  r.error = RunError{.kind = "hang", .op = "paged_decode", .epoch = 1, .step = 3,
+                     .layer = 0, .layer_kind = "attention", .signal = "",
                      .exit_code = 0,
                      .message = "backend op paged_decode did not return within 2 s at epoch 1, "
                                 "step 3 (killed)"};

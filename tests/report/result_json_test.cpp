@@ -86,7 +86,7 @@ TEST(ResultJson, FailureFields) {
   EXPECT_EQ(f["layer"], 0);
   EXPECT_EQ(f["head"], 1);
   EXPECT_EQ(f["site"], "decode");
-  EXPECT_EQ(f["ops"], json::array({"write_kv", "paged_decode"}));
+  EXPECT_EQ(f["ops"], json::array({"fill_blocks", "write_kv", "paged_decode"}));
   EXPECT_FALSE(f.contains("op"));
   EXPECT_EQ(f["check"], "nonfinite");
   EXPECT_EQ(f["value"], "nan");
@@ -145,7 +145,7 @@ TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) 
   r.verdict = Verdict::error;
   r.first_failure.reset();
   r.error = RunError{.kind = "crash", .op = "write_kv", .epoch = 2, .step = 5,
-                     .signal = "SIGSEGV", .exit_code = 0, .message = "backend op write_kv crashed"};
+                     .layer = 1, .layer_kind = "mla", .signal = "SIGSEGV", .exit_code = 0, .message = "backend op write_kv crashed"};
   for (Expectation x : {Expectation::clean, Expectation::corrupt}) {
     r.expected = x;
     const json doc = to_json(r);
@@ -154,7 +154,7 @@ TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) 
   }
   const json e = to_json(r)["error"];
   EXPECT_EQ(e, (json{{"kind", "crash"}, {"op", "write_kv"}, {"epoch", 2}, {"step", 5},
-                     {"signal", "SIGSEGV"}, {"message", "backend op write_kv crashed"}}));
+                     {"layer", 1}, {"layer_kind", "mla"}, {"signal", "SIGSEGV"}, {"message", "backend op write_kv crashed"}}));
   r.error->kind = "exit";
   r.error->op = "";  // outside any backend call
   EXPECT_TRUE(to_json(r)["error"]["op"].is_null());

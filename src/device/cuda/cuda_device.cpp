@@ -155,6 +155,9 @@ void CudaDevice::fill_blocks(const FillBlocksArgs& a) {
   launch("fill_blocks", cuda::fill_blocks, a);
 }
 void CudaDevice::quant_fp8(const QuantFp8Args& a) { launch("quant_fp8", cuda::quant_fp8, a); }
+void CudaDevice::convert_rows(const ConvertRowsArgs& a) {
+  launch("convert_rows", cuda::convert_rows, a);
+}
 void CudaDevice::embed(const EmbedArgs& a) { launch("embed", cuda::embed, a); }
 void CudaDevice::rms_norm(const RmsNormArgs& a) { launch("rms_norm", cuda::rms_norm, a); }
 void CudaDevice::linear(const LinearArgs& a) { launch("linear", cuda::linear, a); }

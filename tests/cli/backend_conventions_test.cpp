@@ -1,0 +1,69 @@
+// backend_conventions_test.cpp — the engine adapts to what a backend declares (BackendDevice):
+// q/out in its io dtype (bf16), lse in its base (2) with its empty-row value (+inf) wherever a
+// backend op and a built-in op hand an lse to each other, graph-padded rows as its padding
+// contract says (seq_len 1, block -1). The test plugin (tests/plugins/conventions_backend.cpp)
+// keeps those conventions: over the default suite, in every placement of the lse-sharing ops, it
+// meets every expectation — the regressions are still caught, so the bridging hides no poison.
+// Its lying twin declares base 2 and hands out natural logs: caught, naming the ops.
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend_cli.h"
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+using nlohmann::json;
+
+// The default suite: smoke, the seeds, the regressions.
+std::string default_suite() {
+  const fs::path root = fs::path(KVCHECK_SOURCE_DIR) / "scenarios";
+  std::vector<std::string> files{(root / "smoke.json").string()};
+  for (const char* dir : {"seeds", "regressions"})
+    for (const auto& e : fs::directory_iterator(root / dir))
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+  std::string list;
+  for (const auto& f : files) list += " " + f;
+  return list;
+}
+
+std::string conventions_plugin(const std::string& variant) {
+  return std::string(KVCHECK_TEST_PLUGIN_DIR) + "/libkvtest_" + variant + ".so";
+}
+
+class BackendConventions : public CliTest {};
+
+TEST_F(BackendConventions, DeclaredConventionsAreBridgedInEveryPlacement) {
+  for (const std::string pin : {"", "--backend-op merge_states=builtin",
+                                "--backend-op varlen_attention=builtin"}) {
+    fs::remove_all(dir_ / "out");
+    CliRun r = kvcheck("run" + default_suite() + " -q --out out " + pin + " --backend " +
+                       conventions_plugin("conventions"));
+    EXPECT_EQ(r.exit_code, 0) << pin << "\n" << r.out << r.err;
+    const json smoke = json::parse(read_file(dir_ / "out/smoke.json"));
+    const std::string notes = smoke["backend"]["notes"].dump();
+    EXPECT_TRUE(contains(notes, "q and out converted between f32 and bf16")) << notes;
+    if (!pin.empty()) {
+      EXPECT_TRUE(contains(notes, "engine: lse converted (base 2, empty rows +inf")) << notes;
+    }
+    // smoke.json pads graph rows: they follow the backend's padding contract.
+    EXPECT_TRUE(contains(notes, "seq_len 1 and block id -1")) << notes;
+  }
+}
+
+TEST_F(BackendConventions, AnLseInAnotherBaseThanDeclaredIsCaughtAtTheMerge) {
+  CliRun r = kvcheck("run" + default_suite() + " --out out --backend " +
+                     conventions_plugin("conventions_lie"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json smoke = json::parse(read_file(dir_ / "out/smoke.json"));
+  EXPECT_EQ(smoke["verdict"], "corrupt");
+  const std::string ops = smoke["first_failure"]["ops"].dump();
+  EXPECT_TRUE(contains(ops, "merge_states")) << ops;
+  EXPECT_TRUE(contains(ops, "varlen_attention")) << ops;
+}
+
+}  // namespace
+}  // namespace kv::test
