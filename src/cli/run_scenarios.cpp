@@ -244,6 +244,24 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
   } catch (const BackendOpError& e) {
     spdlog::error("{}", e.what());
     msg = {{"outcome", "status"}, {"op", e.op}, {"message", e.message}};
+  } catch (const OutOfMemory&) {
+    log_run_failure();  // the machine's limit: cannot run, whoever allocated
+    msg = {{"outcome", "cannot_run"}};
+  } catch (const DeviceError& e) {
+    // CUDA reports a kernel's fault at a later call: once the backend has launched work, a device
+    // error is the backend's (--backend-sync pins it on the op that caused it).
+    if (record.calls_started.load() == 0) {
+      log_run_failure();
+      msg = {{"outcome", "cannot_run"}};
+    } else {
+      const std::string last = record.op_name();
+      spdlog::error("{}", e.what());
+      msg = {{"outcome", "status"},
+             {"op", last},
+             {"message", fmt::format("the device failed after the backend's ops (last backend op "
+                                     "launched: {}, epoch {}, step {}): {}",
+                                     last, record.epoch.load(), record.step.load(), e.what())}};
+    }
   } catch (...) {
     log_run_failure();
     msg = {{"outcome", "cannot_run"}};

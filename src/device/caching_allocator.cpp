@@ -40,7 +40,7 @@ void* CachingAllocator::fresh(size_t cls, size_t bytes) {
     free_general_cache();
     p = raw_.raw_alloc(cls);
   }
-  if (!p) throw DeviceError(raw_.out_of_memory(bytes, cached_bytes()));
+  if (!p) throw OutOfMemory(raw_.out_of_memory(bytes, cached_bytes()));
   ++fresh_allocs_;
   return p;
 }

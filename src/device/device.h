@@ -31,6 +31,11 @@ struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device could not allocate: a limit of the machine, never a backend's fault.
+struct OutOfMemory : DeviceError {
+  using DeviceError::DeviceError;
+};
+
 using GraphId = int32_t;
 
 class Device {
