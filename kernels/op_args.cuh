@@ -269,6 +269,33 @@ struct ArgmaxArgs {
   int32_t vocab = 0;
 };
 
+// Fused paged prefill (a backend's op; kvcheck's own devices run the gather -> varlen -> merge
+// chain instead): the prefill rows attend to their sequence's cached context and causally to the
+// sequence's new tokens, all read from the paged cache (write_kv stored the new tokens first).
+// Sequence s has ctx_lens[s] cached tokens and q_starts[s+1] - q_starts[s] new ones at positions
+// ctx_lens[s] ... of its block table; its row j attends to keys [0, ctx_lens[s] + j].
+struct PagedPrefillArgs {
+  PagedKv cache;
+  const float* q = nullptr;  // [rows][num_q_heads * head_dim]
+  int64_t q_row_stride = 0;
+  float* out = nullptr;  // [rows][num_q_heads * v_dim]
+  int64_t out_row_stride = 0;
+  float* lse = nullptr;               // [rows][num_q_heads], may be null
+  const int32_t* q_starts = nullptr;  // [num_seqs + 1]
+  const int32_t* ctx_lens = nullptr;  // [num_seqs]
+  const int32_t* block_table = nullptr;  // [num_seqs][block_table_stride]
+  int32_t block_table_stride = 0;
+  void* workspace = nullptr;  // the backend's, workspace_bytes(KVCHECK_OP_PAGED_PREFILL) long
+  size_t workspace_bytes = 0;
+  int32_t num_seqs = 0;
+  int32_t num_rows = 0;  // q_starts[num_seqs]
+  int32_t num_q_heads = 0;
+  int32_t v_dim = 0;  // 0 means cache.head_dim
+  float scale = 1.0f;
+  int32_t max_q_len = 0;    // host values: the longest sequence's new tokens and context
+  int32_t max_ctx_len = 0;
+};
+
 // Row-wise conversion between float32 and the 16-bit dtypes, the engine's bridge to a backend's
 // declared conventions (its io dtype, its lse base and empty-row value): for r < rows, c < cols,
 //   x = value of src[r * src_row_stride + c];  y = (map_value && x == match) ? replace : x * scale

@@ -211,4 +211,28 @@ kvcheck_quant_fp8_args AbiBuilder::quant_fp8(const QuantFp8Args& a) {
   return r;
 }
 
+kvcheck_paged_prefill_args AbiBuilder::paged_prefill(const PagedPrefillArgs& a) {
+  pool_.reset();
+  kvcheck_paged_prefill_args r{};
+  r.struct_size = sizeof(r);
+  cache(r.cache, a.cache);
+  const int32_t n = a.num_rows, nq = a.num_q_heads, hd = a.cache.head_dim;
+  const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
+  rows(r.q, a.q, KVCHECK_F32, n, nq, hd, a.q_row_stride);
+  rows(r.out, a.out, KVCHECK_F32, n, nq, vd, a.out_row_stride);
+  view(r.lse, a.lse, KVCHECK_F32, {n, nq}, {nq, 1});
+  array(r.q_starts, a.q_starts, KVCHECK_I32, a.num_seqs + 1);
+  array(r.ctx_lens, a.ctx_lens, KVCHECK_I32, a.num_seqs);
+  view(r.block_table, a.block_table, KVCHECK_I32, {a.num_seqs, a.block_table_stride},
+       {a.block_table_stride, 1});
+  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  r.num_seqs = a.num_seqs;
+  r.num_q_heads = nq;
+  r.v_dim = a.v_dim;
+  r.scale = a.scale;
+  r.max_q_len = a.max_q_len;
+  r.max_ctx_len = a.max_ctx_len;
+  return r;
+}
+
 }  // namespace kv::backend

@@ -63,6 +63,7 @@ class AbiBuilder {
   kvcheck_linear_attention_args linear_attention(const LinearAttnArgs& a, int32_t rows,
                                                  int32_t state_blocks);
   kvcheck_quant_fp8_args quant_fp8(const QuantFp8Args& a);
+  kvcheck_paged_prefill_args paged_prefill(const PagedPrefillArgs& a);
 
  private:
   void cache(kvcheck_paged_kv& r, const PagedKv& c);
@@ -100,5 +101,6 @@ std::string from_abi(const kvcheck_merge_states_args& in, MergeStatesArgs* out);
 std::string from_abi(const kvcheck_fill_blocks_args& in, FillBlocksArgs* out);
 std::string from_abi(const kvcheck_linear_attention_args& in, LinearAttnArgs* out);
 std::string from_abi(const kvcheck_quant_fp8_args& in, QuantFp8Args* out);
+std::string from_abi(const kvcheck_paged_prefill_args& in, PagedPrefillArgs* out);
 
 }  // namespace kv::backend

@@ -281,4 +281,36 @@ std::string from_abi(const kvcheck_quant_fp8_args& in, QuantFp8Args* out) {
   return done(r);
 }
 
+std::string from_abi(const kvcheck_paged_prefill_args& in, PagedPrefillArgs* out) {
+  AbiReader r("paged_prefill");
+  if (!r.struct_size("args", in.struct_size, sizeof(in))) return done(r);
+  PagedPrefillArgs o;
+  o.cache = r.cache(in.cache);
+  const int32_t n = r.count("num_seqs", in.num_seqs);
+  const int32_t nq = r.count("num_q_heads", in.num_q_heads);
+  const int64_t hd = in.cache.head_dim;
+  const int64_t vd = in.v_dim == 0 ? hd : in.v_dim;
+  o.q = as<const float>(r.tensor(in.q, "q", KVCHECK_F32, {-1, nq, hd}, {-1, hd, 1}));
+  o.q_row_stride = outer_stride(in.q);
+  o.out = as<float>(r.tensor(in.out, "out", KVCHECK_F32, {-1, nq, vd}, {-1, vd, 1}));
+  o.out_row_stride = outer_stride(in.out);
+  o.lse = as<float>(r.tensor(in.lse, "lse", KVCHECK_F32, {-1, nq}, {nq, 1}));
+  o.q_starts = as<const int32_t>(r.tensor(in.q_starts, "q_starts", KVCHECK_I32, {n + 1}, {1}));
+  o.ctx_lens = as<const int32_t>(r.tensor(in.ctx_lens, "ctx_lens", KVCHECK_I32, {n}, {1}));
+  o.block_table = as<const int32_t>(
+      r.tensor(in.block_table, "block_table", KVCHECK_I32, {n, -1}, {-1, 1}));
+  o.block_table_stride = static_cast<int32_t>(outer_stride(in.block_table));
+  o.workspace_bytes = r.bytes(in.workspace, "workspace");
+  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
+  o.num_seqs = n;
+  o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
+  o.num_q_heads = nq;
+  o.v_dim = in.v_dim;
+  o.scale = in.scale;
+  o.max_q_len = in.max_q_len;
+  o.max_ctx_len = in.max_ctx_len;
+  if (r.ok()) *out = o;
+  return done(r);
+}
+
 }  // namespace kv::backend

@@ -159,8 +159,10 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
     const auto op = static_cast<kvcheck_op>(i);
     const OpCalls& c = per_op[static_cast<size_t>(i)];
     const bool used = c.backend + c.builtin > 0;
+    // An op placed on the backend that the run never called (the chain the fused prefill
+    // replaces) is unused: "on the backend" lists what the backend really ran.
     r.ops.push_back({.op = backend::op_name(op),
-                     .placement = dev.placement()[op] ? "backend" : used ? "builtin" : "unused",
+                     .placement = !used ? "unused" : dev.placement()[op] ? "backend" : "builtin",
                      .backend_calls = c.backend,
                      .builtin_calls = c.builtin});
   }

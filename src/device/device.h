@@ -73,6 +73,13 @@ class Device {
   virtual void fill_blocks(const FillBlocksArgs& a) = 0;  // zero_blocks / poison_blocks
   virtual void quant_fp8(const QuantFp8Args& a) = 0;
   virtual void convert_rows(const ConvertRowsArgs& a) = 0;  // a backend's conventions
+  // The fused paged prefill: only a backend has it (has_paged_prefill); the engine then calls it
+  // instead of its gather -> varlen -> merge chain.
+  virtual bool has_paged_prefill() const { return false; }
+  virtual void paged_prefill(const PagedPrefillArgs&) {
+    throw DeviceError("paged_prefill: the built-in devices run gather_kv -> varlen_attention -> "
+                      "merge_states instead");
+  }
   virtual void embed(const EmbedArgs& a) = 0;
   virtual void rms_norm(const RmsNormArgs& a) = 0;
   virtual void linear(const LinearArgs& a) = 0;

@@ -25,6 +25,8 @@ void each_input(Inputs& in, size_t rows, size_t table_stride, Visit&& visit) {
   visit(in.context_table, rows * table_stride, field(&StepPlan::context_block_table));
   visit(in.context_lens, rows, field(&StepPlan::context_lens));
   visit(in.context_starts, rows + 1, field(&StepPlan::context_starts));
+  visit(in.prefill_ctx_lens, rows, field(&StepPlan::prefill_ctx_lens));
+  visit(in.prefill_table, rows * table_stride, field(&StepPlan::prefill_block_table));
   visit(in.linear_starts, rows + 1, field(&StepPlan::linear_seq_starts));
   visit(in.linear_blocks, rows, field(&StepPlan::linear_state_blocks));
   visit(in.linear_has_state, rows, field(&StepPlan::linear_has_state));

@@ -16,6 +16,7 @@ struct GraphInputs {
   DeviceBuffer tokens, positions, slots, num_real_rows;
   DeviceBuffer decode_table, decode_seq_lens;
   DeviceBuffer prefill_q_starts, context_table, context_lens, context_starts;
+  DeviceBuffer prefill_ctx_lens, prefill_table;  // every prefill sequence: the fused prefill
   DeviceBuffer linear_starts, linear_blocks, linear_has_state;
 
   GraphInputs() = default;

@@ -431,6 +431,27 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   }
   const int32_t np = p.prefill_rows();
   if (np <= 0) return;
+  if (dev_.has_paged_prefill()) {  // a backend's fused op: the new tokens are in the cache already
+    PagedPrefillArgs a;
+    a.cache = kv;
+    a.q = q_.as<float>() + static_cast<size_t>(p.num_decode) * m.q_width;
+    a.q_row_stride = m.q_width;
+    a.out = out + static_cast<size_t>(p.num_decode) * out_stride;
+    a.out_row_stride = out_stride;
+    a.q_starts = inputs_.prefill_q_starts.as<int32_t>();
+    a.ctx_lens = inputs_.prefill_ctx_lens.as<int32_t>();
+    a.block_table = inputs_.prefill_table.as<int32_t>();
+    a.block_table_stride = limits_.block_table_stride;
+    a.num_seqs = p.num_prefill_seqs;
+    a.num_rows = np;
+    a.num_q_heads = H;
+    a.v_dim = m.v_dim;
+    a.scale = m.scale;
+    a.max_q_len = p.max_prefill_len(p.num_prefill_seqs);
+    a.max_ctx_len = p.max_context_len();
+    dev_.paged_prefill(a);
+    return;
+  }
   const bool k_only = kv.v == kv.k;  // mla: V is the latent K
   auto varlen = [&](const float* k, const float* v, bool causal) {
     VarlenAttnArgs a;

@@ -74,6 +74,9 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
       p.decode_seq_lens.push_back(c.start + 1);
     } else {
       p.prefill_q_starts.push_back(p.prefill_q_starts.back() + c.num_tokens);
+      p.prefill_ctx_lens.push_back(c.start);
+      append_block_row(p.prefill_block_table, r.block_ids, limits.block_table_stride,
+                       limits.pad_block_id);
       if (c.start > 0) {
         append_block_row(p.context_block_table, r.block_ids, limits.block_table_stride,
                          limits.pad_block_id);

@@ -39,6 +39,10 @@ struct StepPlan {
   std::vector<int32_t> context_block_table;    // [num_context_seqs][block_table_stride]
   std::vector<int32_t> context_lens;           // [num_context_seqs]
   std::vector<int32_t> context_starts;         // [num_context_seqs + 1]
+  // Every prefill sequence's cached tokens (0 without context) and block table, new tokens'
+  // blocks included: what a fused paged prefill reads.
+  std::vector<int32_t> prefill_ctx_lens;       // [num_prefill_seqs]
+  std::vector<int32_t> prefill_block_table;    // [num_prefill_seqs][block_table_stride]
 
   // Linear-attention sequences over all padded rows: each decode row (padded ones too) is a
   // one-row sequence, then each prefill chunk. Padded rows: state block -1 (read and write

@@ -256,6 +256,34 @@ void BackendDevice::paged_decode(const PagedDecodeArgs& in) {
   if (io) from_io(a.out, in.out, in.out_row_stride, rows, in.num_q_heads * vd);
 }
 
+void BackendDevice::paged_prefill(const PagedPrefillArgs& in) {
+  const DLDevice dev = dl_device_;
+  constexpr kvcheck_op op = KVCHECK_OP_PAGED_PREFILL;
+  const kvcheck_backend& t = backend_->table();
+  const bool io = io_converts();
+  const int32_t rows = in.num_rows, vd = in.v_dim > 0 ? in.v_dim : in.cache.head_dim;
+  PagedPrefillArgs a = in;
+  if (io) {
+    a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.cache.head_dim);
+    a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
+  }
+  a.workspace_bytes =
+      t.workspace_bytes ? t.workspace_bytes(t.self, op, rows, in.num_q_heads, vd, 1) : 0;
+  a.workspace = a.workspace_bytes > 0 ? scratch(op, 2, a.workspace_bytes) : nullptr;
+  const int32_t io_dtype = backend::to_abi(io_dtype_);
+  route(op, [&] { builtin_->paged_prefill(in); },
+        [a, dev, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {
+          backend::AbiBuilder b(dev);
+          kvcheck_paged_prefill_args args = b.paged_prefill(a);
+          if (io) {
+            backend::retype(args.q, io_dtype);
+            backend::retype(args.out, io_dtype);
+          }
+          return t.paged_prefill(t.self, &args, stream, err, n);
+        });
+  if (io) from_io(a.out, in.out, in.out_row_stride, rows, in.num_q_heads * vd);
+}
+
 void BackendDevice::gather_kv(const GatherKvArgs& a) {
   const DLDevice dev = dl_device_;
   route(KVCHECK_OP_GATHER_KV, [&] { builtin_->gather_kv(a); },

@@ -104,6 +104,8 @@ class BackendDevice : public Device {
   void fill_blocks(const FillBlocksArgs& a) override;
   void quant_fp8(const QuantFp8Args& a) override;
   void convert_rows(const ConvertRowsArgs& a) override { builtin_->convert_rows(a); }
+  bool has_paged_prefill() const override { return placement_[KVCHECK_OP_PAGED_PREFILL]; }
+  void paged_prefill(const PagedPrefillArgs& a) override;
   // Graph-padded decode rows as the backend's padding contract says, when its paged_decode runs.
   PadContract padding() const override;
   void embed(const EmbedArgs& a) override { builtin_->embed(a); }

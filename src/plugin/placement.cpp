@@ -53,7 +53,6 @@ bool scenario_uses(kvcheck_op op, const Scenario& s) {
   switch (op) {
     case KVCHECK_OP_LINEAR_ATTENTION: return has_layer(s.model, LayerKind::linear);
     case KVCHECK_OP_FILL_BLOCKS: return true;
-    case KVCHECK_OP_PAGED_PREFILL: return false;  // the engine runs gather -> varlen -> merge
     default: return attention_like;
   }
 }
@@ -95,6 +94,18 @@ Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scen
       continue;
     }
     out.ops.on_backend[static_cast<size_t>(op)] = true;
+  }
+  // The fused prefill replaces the engine's gather -> varlen -> merge chain for prefill rows, and
+  // with it the regressions that live in the engine's calls of that chain.
+  if (out.ops[KVCHECK_OP_PAGED_PREFILL]) {
+    out.notes.push_back("engine: prefill rows run the backend's fused paged_prefill, not "
+                        "gather_kv -> varlen_attention -> merge_states");
+    for (Regression r : {Regression::merge_ignores_context_count,
+                         Regression::gather_assumes_contiguous})
+      if (s.regressions.has(r))
+        out.notes.push_back(fmt::format("regression {} has no effect: it lives in the chain the "
+                                        "fused paged_prefill replaces",
+                                        regression_info(r).name));
   }
   // Conventions the engine bridges (BackendDevice), said in the result.
   const bool varlen = out.ops[KVCHECK_OP_VARLEN_ATTENTION];

@@ -108,7 +108,8 @@ Json backend_schema() {
       {"op", Json{{"type", "string"}}},
       {"placement", described("backend: it ran there; builtin: on the built-in device (not "
                               "implemented, pinned with --backend-op, or fallen back); unused: "
-                              "the scenario never called it.",
+                              "the run never called it (e.g. the chain a fused paged_prefill "
+                              "replaces).",
                               enum_of(std::vector<std::string>{"backend", "builtin", "unused"}))},
       {"backend_calls", integer(0)},
       {"builtin_calls", integer(0)},
