@@ -30,6 +30,9 @@ void linear_attention(const LinearAttnArgs& a);
 // ---- batch-wide ----
 void quant_fp8(const QuantFp8Args& a);
 
+// ---- the fused paged prefill: a backend's op; this is its spec, composed of the ops above ----
+void paged_prefill(const PagedPrefillArgs& a);
+
 // ---- the engine's bridge to a backend's conventions ----
 void convert_rows(const ConvertRowsArgs& a);
 

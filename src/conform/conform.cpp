@@ -32,7 +32,7 @@ constexpr OpEntry kOps[] = {
     {KVCHECK_OP_LINEAR_ATTENTION, "linear_attention", check_linear_attention},
     {KVCHECK_OP_FILL_BLOCKS, "fill_blocks", check_fill_blocks},
     {KVCHECK_OP_QUANT_FP8, "quant_fp8", check_quant_fp8},
-    {KVCHECK_OP_PAGED_PREFILL, "paged_prefill", nullptr},
+    {KVCHECK_OP_PAGED_PREFILL, "paged_prefill", check_paged_prefill},
 };
 
 bool implements(const kvcheck_backend& b, kvcheck_op op) {

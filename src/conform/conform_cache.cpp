@@ -253,6 +253,97 @@ void check_paged_decode(const Target& t, OpReport* r) {
   }
 }
 
+// ---- paged_prefill: out (and lse) per (row, head) against the host op, relative L2 ----
+
+void check_paged_prefill(const Target& t, OpReport* r) {
+  const kvcheck_caps& caps = t.b.caps;
+  if (caps.io_dtype != KVCHECK_F32) {
+    r->covered = false;
+    r->note = "io_dtype other than f32: not covered by conform yet";
+    return;
+  }
+  std::mt19937_64 rng(t.opt.seed + 9);
+  Tally tally(r);
+  int case_no = 0;
+  for (const CacheCase& c : cache_grid(caps, &r->note)) {
+    for (int32_t gqa : kGqa) {
+      for (int32_t batch : kBatches) {
+        const bool want_lse = (case_no++ % 2) == 0;
+        const int32_t nq = c.kv_heads() * gqa, hd = c.head_dim, vd = c.v_dim();
+        // Each sequence: a cached context (none for some) and at least one new token.
+        std::vector<int32_t> totals = seq_lens(rng, batch, c.block_size, false, false);
+        std::vector<int32_t> ctx(batch), q_starts{0};
+        for (int32_t s = 0; s < batch; ++s) {
+          const int32_t fresh = 1 + static_cast<int32_t>(rng() % totals[s]);
+          ctx[s] = totals[s] - fresh;
+          q_starts.push_back(q_starts.back() + fresh);
+        }
+        Batch bt = make_batch(totals, c.block_size, caps.pad_block_id, rng);
+        HostCache cache(c, bt.num_blocks, rng);
+        const int32_t rows = q_starts.back();
+        const auto q = random_floats(rng, static_cast<size_t>(rows) * nq * hd);
+        PagedPrefillArgs a;
+        a.cache = cache.kv();
+        a.q = q.data();
+        a.q_row_stride = nq * hd;
+        a.out_row_stride = nq * vd;
+        a.q_starts = q_starts.data();
+        a.ctx_lens = ctx.data();
+        a.block_table = bt.table.data();
+        a.block_table_stride = bt.stride;
+        a.num_seqs = batch;
+        a.num_rows = rows;
+        a.num_q_heads = nq;
+        a.v_dim = vd;
+        a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        a.max_q_len = a.max_ctx_len = 0;
+        for (int32_t s = 0; s < batch; ++s) {
+          a.max_q_len = std::max(a.max_q_len, q_starts[s + 1] - q_starts[s]);
+          a.max_ctx_len = std::max(a.max_ctx_len, ctx[s]);
+        }
+        auto want = nan_floats(static_cast<size_t>(rows) * nq * vd);
+        auto want_lse_v = nan_floats(static_cast<size_t>(rows) * nq);
+        a.out = want.data();
+        a.lse = want_lse_v.data();
+        host::paged_prefill(a);
+
+        auto got = nan_floats(want.size()), got_lse = nan_floats(want_lse_v.size());
+        std::vector<uint8_t> work;
+        if (t.b.workspace_bytes)
+          work.assign(t.b.workspace_bytes(t.b.self, KVCHECK_OP_PAGED_PREFILL, rows, nq, vd, 1), 0);
+        a.out = got.data();
+        a.lse = want_lse ? got_lse.data() : nullptr;
+        a.workspace = work.empty() ? nullptr : work.data();
+        a.workspace_bytes = work.size();
+        backend::AbiBuilder builder(kCpu);
+        std::string why = call_plugin(t.b, t.b.paged_prefill, builder.paged_prefill(a));
+        double worst = 0.0;
+        for (int32_t row = 0; row < rows && why.empty(); ++row) {
+          for (int32_t h = 0; h < nq && why.empty(); ++h) {
+            const size_t o = (static_cast<size_t>(row) * nq + h) * vd;
+            const double e = rel_l2(got.data() + o, want.data() + o, vd);
+            if (!(e <= worst)) worst = e;
+            if (!(e <= t.opt.attention_tolerance))
+              why = fmt::format("row {} head {}: out rel err {}", row, h, fmt_err(e));
+            if (!want_lse || !why.empty()) continue;
+            double gl = got_lse[static_cast<size_t>(row) * nq + h];
+            if (caps.lse_base == KVCHECK_LSE_BASE2) gl *= std::log(2.0);
+            const double wl = want_lse_v[static_cast<size_t>(row) * nq + h];
+            const double le = std::fabs(gl - wl) / std::max(1.0, std::fabs(wl));
+            if (!(le <= worst)) worst = le;
+            if (!(le <= t.opt.attention_tolerance))
+              why = fmt::format("row {} head {}: lse {} want {}", row, h, gl, wl);
+          }
+        }
+        tally.add(fmt::format("{} q/kv={}/{} batch={} ctx={} new={}{}", c.describe(), nq,
+                              c.kv_heads(), batch, list(ctx), list(q_starts),
+                              want_lse ? " +lse" : ""),
+                  why, worst);
+      }
+    }
+  }
+}
+
 // ---- gather_kv: the contiguous rows, exactly ----
 
 void check_gather_kv(const Target& t, OpReport* r) {

@@ -109,6 +109,7 @@ struct Target {
 };
 void check_write_kv(const Target& t, OpReport* r);
 void check_paged_decode(const Target& t, OpReport* r);
+void check_paged_prefill(const Target& t, OpReport* r);
 void check_gather_kv(const Target& t, OpReport* r);
 void check_fill_blocks(const Target& t, OpReport* r);
 void check_varlen_attention(const Target& t, OpReport* r);

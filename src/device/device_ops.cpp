@@ -28,6 +28,10 @@ const std::vector<DeviceOpInfo>& all_device_ops() {
        "ones with NaN/Inf/random bits when faults ask"},
       {quant_fp8, "quant_fp8", cache,
        "dynamic fp8 quantisation of the attention output with a batch-wide amax"},
+      {paged_prefill, "paged_prefill", cache,
+       "a backend's fused prefill: new tokens over their cached context and causally over "
+       "themselves, from the paged cache, in place of gather_kv -> varlen_attention -> "
+       "merge_states"},
       {embed, "embed", dense, "token ids and positions to hidden states"},
       {rms_norm, "rms_norm", dense, "RMS normalisation of hidden states"},
       {linear, "linear", dense,

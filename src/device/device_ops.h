@@ -19,13 +19,14 @@ enum class DeviceOp {
   linear_attention,
   fill_blocks,
   quant_fp8,
+  paged_prefill,
   embed,
   rms_norm,
   linear,
   argmax,
   convert_rows,
 };
-inline constexpr std::size_t kNumDeviceOps = 13;
+inline constexpr std::size_t kNumDeviceOps = 14;
 
 enum class OpRole {
   attention_cache,  // attention and KV-cache ops: what a backend under test implements

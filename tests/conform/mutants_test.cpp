@@ -5,7 +5,12 @@
 
 #include <cmath>
 
+#include <cstdio>
+#include <string>
+
+#include "backend/abi_convert.h"
 #include "conform/conform.h"
+#include "kernels/host/host_ops.h"
 #include "plugin/backend_library.h"
 
 namespace kv::conform {
@@ -58,6 +63,21 @@ int32_t spoil_quant(void* s, const kvcheck_quant_fp8_args* a, void* st, char* e,
   return r;
 }
 
+// The host plugin has no fused prefill: this one is the host op (kernels/host/paged_prefill.cpp).
+int32_t fused_prefill(void*, const kvcheck_paged_prefill_args* a, void*, char* e, size_t n) {
+  PagedPrefillArgs d;
+  const std::string why = backend::from_abi(*a, &d);
+  if (why.empty()) host::paged_prefill(d);
+  if (!why.empty()) snprintf(e, n, "%s", why.c_str());
+  return why.empty() ? KVCHECK_OK : KVCHECK_ERROR;
+}
+int32_t spoil_prefill(void* s, const kvcheck_paged_prefill_args* a, void* st, char* e,
+                      size_t n) {
+  const int32_t r = fused_prefill(s, a, st, e, n);
+  data_of(a->out)[0] *= 1.01f;
+  return r;
+}
+
 struct Mutant {
   const char* op;
   void (*apply)(kvcheck_backend&);
@@ -72,7 +92,18 @@ const Mutant kMutants[] = {
     {"linear_attention", [](kvcheck_backend& b) { b.linear_attention = spoil_linear; }},
     {"fill_blocks", [](kvcheck_backend& b) { b.fill_blocks = spoil_fill; }},
     {"quant_fp8", [](kvcheck_backend& b) { b.quant_fp8 = spoil_quant; }},
+    {"paged_prefill", [](kvcheck_backend& b) { b.paged_prefill = spoil_prefill; }},
 };
+
+TEST(ConformMutants, TheFusedPrefillOfTheHostOpsConforms) {
+  BackendLibrary lib(KVCHECK_HOST_BACKEND, /*kDLCPU*/ 1, 0);
+  kvcheck_backend b = lib.table();
+  b.paged_prefill = fused_prefill;
+  const ConformReport r = run_conform(b, ConformOptions{});
+  EXPECT_TRUE(r.all_passed());
+  for (const OpReport& o : r.ops)
+    if (o.op == "paged_prefill") EXPECT_GT(o.cases, 100) << "too few cases";
+}
 
 TEST(ConformMutants, EachSpoiledOpFailsAndOnlyIt) {
   BackendLibrary lib(KVCHECK_HOST_BACKEND, /*kDLCPU*/ 1, 0);
