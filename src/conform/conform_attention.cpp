@@ -58,13 +58,6 @@ std::string compare_states(const kvcheck_caps& caps, const std::vector<float>& g
   return "";
 }
 
-bool io_f32(const kvcheck_caps& caps, OpReport* r) {
-  if (caps.io_dtype == KVCHECK_F32) return true;
-  r->covered = false;
-  r->note = "io_dtype other than f32: not covered by conform yet";
-  return false;
-}
-
 }  // namespace
 
 // ---- varlen_attention ----

@@ -121,11 +121,7 @@ constexpr float kUntouched = 12345.0f;  // a padded row's output before the call
 
 void check_paged_decode(const Target& t, OpReport* r) {
   const kvcheck_caps& caps = t.b.caps;
-  if (caps.io_dtype != KVCHECK_F32) {
-    r->covered = false;
-    r->note = "io_dtype other than f32: not covered by conform yet";
-    return;
-  }
+  if (!io_f32(caps, r)) return;
   std::mt19937_64 rng(t.opt.seed + 1);
   Tally tally(r);
   int case_no = 0;
@@ -230,19 +226,12 @@ void check_paged_decode(const Target& t, OpReport* r) {
               }
               continue;
             }
-            const double e = rel_l2(got.data() + o, want.data() + o, vd);
-            if (!(e <= worst)) worst = e;
-            if (!(e <= t.opt.attention_tolerance))
-              why = fmt::format("row {} (seq_len {}) head {}: out rel err {}", row, lens[row], h,
-                                fmt_err(e));
-            if (!want_lse || !why.empty()) continue;
-            double gl = got_lse[static_cast<size_t>(row) * nq + h];
-            if (caps.lse_base == KVCHECK_LSE_BASE2) gl *= std::log(2.0);
-            const double wl = want_lse_v[static_cast<size_t>(row) * nq + h];
-            const double le = std::fabs(gl - wl) / std::max(1.0, std::fabs(wl));
-            if (!(le <= worst)) worst = le;
-            if (!(le <= t.opt.attention_tolerance))
-              why = fmt::format("row {} head {}: lse {} want {}", row, h, gl, wl);
+            const size_t l = static_cast<size_t>(row) * nq + h;
+            why = compare_head(caps, t.opt.attention_tolerance, got.data() + o, want.data() + o,
+                               vd, want_lse ? got_lse.data() + l : nullptr,
+                               want_lse_v.data() + l, &worst);
+            if (!why.empty())
+              why = fmt::format("row {} (seq_len {}) head {}: {}", row, lens[row], h, why);
           }
         }
         tally.add(fmt::format("{} q/kv={}/{} batch={} lens={}{}", c.describe(), nq,
@@ -257,11 +246,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
 
 void check_paged_prefill(const Target& t, OpReport* r) {
   const kvcheck_caps& caps = t.b.caps;
-  if (caps.io_dtype != KVCHECK_F32) {
-    r->covered = false;
-    r->note = "io_dtype other than f32: not covered by conform yet";
-    return;
-  }
+  if (!io_f32(caps, r)) return;
   std::mt19937_64 rng(t.opt.seed + 9);
   Tally tally(r);
   int case_no = 0;
@@ -321,18 +306,11 @@ void check_paged_prefill(const Target& t, OpReport* r) {
         for (int32_t row = 0; row < rows && why.empty(); ++row) {
           for (int32_t h = 0; h < nq && why.empty(); ++h) {
             const size_t o = (static_cast<size_t>(row) * nq + h) * vd;
-            const double e = rel_l2(got.data() + o, want.data() + o, vd);
-            if (!(e <= worst)) worst = e;
-            if (!(e <= t.opt.attention_tolerance))
-              why = fmt::format("row {} head {}: out rel err {}", row, h, fmt_err(e));
-            if (!want_lse || !why.empty()) continue;
-            double gl = got_lse[static_cast<size_t>(row) * nq + h];
-            if (caps.lse_base == KVCHECK_LSE_BASE2) gl *= std::log(2.0);
-            const double wl = want_lse_v[static_cast<size_t>(row) * nq + h];
-            const double le = std::fabs(gl - wl) / std::max(1.0, std::fabs(wl));
-            if (!(le <= worst)) worst = le;
-            if (!(le <= t.opt.attention_tolerance))
-              why = fmt::format("row {} head {}: lse {} want {}", row, h, gl, wl);
+            const size_t l = static_cast<size_t>(row) * nq + h;
+            why = compare_head(caps, t.opt.attention_tolerance, got.data() + o, want.data() + o,
+                               vd, want_lse ? got_lse.data() + l : nullptr,
+                               want_lse_v.data() + l, &worst);
+            if (!why.empty()) why = fmt::format("row {} head {}: {}", row, h, why);
           }
         }
         tally.add(fmt::format("{} q/kv={}/{} batch={} ctx={} new={}{}", c.describe(), nq,

@@ -190,4 +190,27 @@ std::string fmt_err(double e) {
   return fmt::format("{:.2e}", e);
 }
 
+bool io_f32(const kvcheck_caps& caps, OpReport* r) {
+  if (caps.io_dtype == KVCHECK_F32) return true;
+  r->covered = false;
+  r->note = "io_dtype other than f32: not covered by conform yet";
+  return false;
+}
+
+std::string compare_head(const kvcheck_caps& caps, double tol, const float* got,
+                         const float* want, int32_t vd, const float* got_lse,
+                         const float* want_lse, double* worst) {
+  const double e = rel_l2(got, want, vd);
+  if (!(e <= *worst)) *worst = e;
+  if (!(e <= tol)) return "out rel err " + fmt_err(e);
+  if (got_lse == nullptr) return "";
+  double gl = *got_lse;
+  if (caps.lse_base == KVCHECK_LSE_BASE2) gl *= std::log(2.0);
+  const double wl = *want_lse;
+  const double le = std::fabs(gl - wl) / std::max(1.0, std::fabs(wl));
+  if (!(le <= *worst)) *worst = le;
+  if (!(le <= tol)) return fmt::format("lse {} want {}", gl, wl);
+  return "";
+}
+
 }  // namespace kv::conform

@@ -102,6 +102,16 @@ class Tally {
 
 std::string fmt_err(double e);  // "3.1e-07", "nan", "inf"
 
+// Whether the attention ops' q/out are f32 (conform covers only that so far); if not, says so in
+// the report.
+bool io_f32(const kvcheck_caps& caps, OpReport* r);
+
+// One (row, head) of an attention op: out by relative L2 over vd values, then the lse (read in the
+// backend's declared base) when got_lse is given. "" or why; *worst keeps the largest error.
+std::string compare_head(const kvcheck_caps& caps, double tol, const float* got,
+                         const float* want, int32_t vd, const float* got_lse,
+                         const float* want_lse, double* worst);
+
 // Per-op checks (conform_cache.cpp, conform_attention.cpp).
 struct Target {
   const kvcheck_backend& b;
