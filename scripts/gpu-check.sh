@@ -113,15 +113,17 @@ if [ $built -eq 0 ]; then
   unit_summary=$(ctest_summary "$logdir/ctest-unit.log")
 fi
 
-# cuda_plugin_equivalence: backend_equivalence.py --device cuda over the scenarios, GPU_EQUIV_JOBS at
-# a time; one line per scenario (its log in LOGDIR/equivalence/), non-zero if any differs.
+# cuda_plugin_equivalence: backend_equivalence.py --device cuda over the scenarios,
+# GPU_EQUIV_JOBS at a time; one line per scenario (its log in LOGDIR/equivalence/), non-zero if
+# any differs.
 cuda_plugin_equivalence() {
   local plugin="$build/backends/libkvcheck_backend_cuda.so" eqdir="$logdir/equivalence"
   local ejobs="${GPU_EQUIV_JOBS:-$gpu_jobs}" f rel slug rc=0 n=0 bad=0
   mkdir -p "$eqdir"
   local files=()
   while IFS= read -r f; do files+=("$f"); done < <(
-    find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' -not -path '*/scenarios/gpu/*' | sort
+    find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' \
+      -not -path '*/scenarios/gpu/*' | sort
     if [ "${GPU_EQUIV_ALL:-0}" = 1 ]; then find "$repo/scenarios/gpu" -name '*.json' | sort; fi)
   local pids=() names=()
   for f in "${files[@]}"; do
