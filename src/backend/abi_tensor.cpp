@@ -54,6 +54,12 @@ const char* op_name(kvcheck_op op) {
   return "unknown";
 }
 
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) names.emplace_back(op_name(static_cast<kvcheck_op>(i)));
+  return names;
+}
+
 kvcheck_kv_layout layout_of(const PagedKv& c) {
   if (c.v == c.k) return KVCHECK_LAYOUT_MLA_LATENT;
   const int64_t page = page_elems(c);

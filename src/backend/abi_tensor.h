@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/dtype.cuh"
 #include "kernels/paged_kv.cuh"
@@ -53,6 +54,8 @@ const char* layout_name(int32_t l);
 
 // kvcheck's name of an op ("write_kv", "paged_decode", ...), "unknown" out of range.
 const char* op_name(kvcheck_op op);
+// Every op's name, in kvcheck_op order: what --backend-op and a scenario's builtin_ops take.
+std::vector<std::string> op_names();
 
 // The layout a PagedKv descriptor has: MLA latent when v == k, interleaved when the V page follows
 // the K page of the same block (block stride 2 x page), separate otherwise.

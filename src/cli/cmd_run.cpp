@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "backend/abi_tensor.h"
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
@@ -94,7 +95,7 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("--no-backend", opts->no_backend,
                 "Run every op on the built-in device, also for scenarios that name a backend")
       ->excludes(backend_opt);
-  const std::vector<std::string> ops = abi_op_names();
+  const std::vector<std::string> ops = backend::op_names();
   app->add_option("--backend-op", opts->backend.pinned,
                   "OP=builtin: run this op on the built-in device although the backend has it "
                   "(repeatable; to find which op is wrong)")

@@ -223,23 +223,17 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
   try {
     std::unique_ptr<Device> device = make_device(opts.device);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
+    // None: a scenario without a backend in a run with some.
     std::shared_ptr<BackendLibrary> lib;
-    if (opts.backend.path.empty()) {  // a scenario without a backend in a run with some
-      spdlog::info("running {} on {} (worker {}): {} epoch(s), {} request(s) each", s.name,
-                   device->name(), ::getpid(), s.workload.epochs, s.workload.num_requests);
-      const ScenarioReport rep = report_of(run_one(s, *device, nullptr, opts.backend), style);
-      return nlohmann::json{{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}}
-          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-    {
+    if (!opts.backend.path.empty()) {
       CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);  // a plugin may crash in its init too
       lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
                                              device->dl_device_id(), opts.backend.options,
                                              sha256);
     }
-    spdlog::info("running {} on {} with backend {} (worker {}): {} epoch(s), {} request(s) each",
-                 s.name, device->name(), lib->name(), ::getpid(), s.workload.epochs,
-                 s.workload.num_requests);
+    spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
+                 device->name(), lib ? " with backend " + lib->name() : std::string(),
+                 ::getpid(), s.workload.epochs, s.workload.num_requests);
     const RunResult result = run_one(s, *device, lib, opts.backend, &record);
     const ScenarioReport rep = report_of(result, style);
     msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};

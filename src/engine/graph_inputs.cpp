@@ -22,8 +22,6 @@ void each_input(Inputs& in, size_t rows, size_t table_stride, Visit&& visit) {
   visit(in.decode_table, rows * table_stride, field(&StepPlan::decode_block_table));
   visit(in.decode_seq_lens, rows, field(&StepPlan::decode_seq_lens));
   visit(in.prefill_q_starts, rows + 1, field(&StepPlan::prefill_q_starts));
-  visit(in.context_table, rows * table_stride, field(&StepPlan::context_block_table));
-  visit(in.context_lens, rows, field(&StepPlan::context_lens));
   visit(in.context_starts, rows + 1, field(&StepPlan::context_starts));
   visit(in.prefill_ctx_lens, rows, field(&StepPlan::prefill_ctx_lens));
   visit(in.prefill_table, rows * table_stride, field(&StepPlan::prefill_block_table));

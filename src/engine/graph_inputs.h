@@ -15,8 +15,9 @@ namespace kv {
 struct GraphInputs {
   DeviceBuffer tokens, positions, slots, num_real_rows;
   DeviceBuffer decode_table, decode_seq_lens;
-  DeviceBuffer prefill_q_starts, context_table, context_lens, context_starts;
-  DeviceBuffer prefill_ctx_lens, prefill_table;  // every prefill sequence: the fused prefill
+  DeviceBuffer prefill_q_starts, context_starts;
+  // Every prefill sequence, context ones first: the fused prefill reads all, the gather the first.
+  DeviceBuffer prefill_ctx_lens, prefill_table;
   DeviceBuffer linear_starts, linear_blocks, linear_has_state;
 
   GraphInputs() = default;

@@ -475,9 +475,9 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     // The seed-004 bug: the gather's descriptor computed from the shape, not the cache's strides.
     const bool shape_strides = s_.regressions.has(Regression::gather_assumes_contiguous);
     g.cache = shape_strides ? with_shape_strides(kv) : kv;
-    g.block_table = inputs_.context_table.as<int32_t>();
+    g.block_table = inputs_.prefill_table.as<int32_t>();  // context sequences come first
     g.block_table_stride = limits_.block_table_stride;
-    g.ctx_lens = inputs_.context_lens.as<int32_t>();
+    g.ctx_lens = inputs_.prefill_ctx_lens.as<int32_t>();
     g.ctx_starts = inputs_.context_starts.as<int32_t>();
     g.k_out = ctx_k_.as<float>();
     g.v_out = k_only ? nullptr : ctx_v_.as<float>();

@@ -78,9 +78,6 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
       append_block_row(p.prefill_block_table, r.block_ids, limits.block_table_stride,
                        limits.pad_block_id);
       if (c.start > 0) {
-        append_block_row(p.context_block_table, r.block_ids, limits.block_table_stride,
-                         limits.pad_block_id);
-        p.context_lens.push_back(c.start);
         p.context_starts.push_back(p.context_starts.back() + c.start);
         p.prefill_tokens_with_context += c.num_tokens;
       }

@@ -36,13 +36,12 @@ struct StepPlan {
   int32_t num_prefill_seqs = 0;
   int32_t num_context_seqs = 0;
   std::vector<int32_t> prefill_q_starts;       // [num_prefill_seqs + 1]
-  std::vector<int32_t> context_block_table;    // [num_context_seqs][block_table_stride]
-  std::vector<int32_t> context_lens;           // [num_context_seqs]
-  std::vector<int32_t> context_starts;         // [num_context_seqs + 1]
   // Every prefill sequence's cached tokens (0 without context) and block table, new tokens'
-  // blocks included: what a fused paged prefill reads.
+  // blocks included: what a fused paged prefill reads. Their first num_context_seqs rows are the
+  // context sequences', what the gather reads.
   std::vector<int32_t> prefill_ctx_lens;       // [num_prefill_seqs]
   std::vector<int32_t> prefill_block_table;    // [num_prefill_seqs][block_table_stride]
+  std::vector<int32_t> context_starts;         // [num_context_seqs + 1]
 
   // Linear-attention sequences over all padded rows: each decode row (padded ones too) is a
   // one-row sequence, then each prefill chunk. Padded rows: state block -1 (read and write
@@ -72,7 +71,7 @@ struct StepPlan {
   }
   int32_t max_context_len() const {
     int32_t m = 0;
-    for (int32_t l : context_lens) m = std::max(m, l);
+    for (int32_t l : prefill_ctx_lens) m = std::max(m, l);
     return m;
   }
   int32_t linear_seqs() const { return static_cast<int32_t>(linear_state_blocks.size()); }

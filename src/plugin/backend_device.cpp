@@ -88,24 +88,15 @@ void BackendDevice::from_io(const float* io, float* dst, int64_t stride, int32_t
                           .rows = rows, .cols = cols});
 }
 
-void BackendDevice::lse_to_natural(float* lse, int32_t rows, int32_t heads) {
+void BackendDevice::convert_lse(float* lse, int32_t rows, int32_t heads, bool to_backend) {
   const kvcheck_caps& c = backend_->table().caps;
+  const float base2 = to_backend ? std::numbers::log2e_v<float> : std::numbers::ln2_v<float>;
   builtin_->convert_rows({.src = lse, .src_row_stride = heads, .dst = lse,
                           .dst_row_stride = heads, .rows = rows, .cols = heads,
-                          .scale = c.lse_base == KVCHECK_LSE_BASE2 ? std::numbers::ln2_v<float>
-                                                                   : 1.0f,
-                          .map_value = c.empty_row_lse > 0, .match = INFINITY,
-                          .replace = -INFINITY});
-}
-
-void BackendDevice::lse_to_backend(float* lse, int32_t rows, int32_t heads) {
-  const kvcheck_caps& c = backend_->table().caps;
-  builtin_->convert_rows({.src = lse, .src_row_stride = heads, .dst = lse,
-                          .dst_row_stride = heads, .rows = rows, .cols = heads,
-                          .scale = c.lse_base == KVCHECK_LSE_BASE2 ? std::numbers::log2e_v<float>
-                                                                   : 1.0f,
-                          .map_value = c.empty_row_lse > 0, .match = -INFINITY,
-                          .replace = INFINITY});
+                          .scale = c.lse_base == KVCHECK_LSE_BASE2 ? base2 : 1.0f,
+                          .map_value = c.empty_row_lse > 0,
+                          .match = to_backend ? -INFINITY : INFINITY,
+                          .replace = to_backend ? INFINITY : -INFINITY});
 }
 
 void BackendDevice::begin_layer(int32_t layer, const char* kind) {
@@ -319,7 +310,7 @@ void BackendDevice::varlen_attention(const VarlenAttnArgs& in) {
   if (io) from_io(a.out, in.out, in.out_row_stride, rows, in.num_q_heads * vd);
   // Its lse feeds the merge: a built-in merge reads natural logs with -inf for empty rows.
   if (on_backend && !placement_[KVCHECK_OP_MERGE_STATES] && lse_converts() && in.lse)
-    lse_to_natural(in.lse, rows, in.num_q_heads);
+    convert_lse(in.lse, rows, in.num_q_heads, false);
 }
 
 void BackendDevice::merge_states(const MergeStatesArgs& in) {
@@ -331,8 +322,8 @@ void BackendDevice::merge_states(const MergeStatesArgs& in) {
   // The states come from the built-in varlen_attention: its lse in the backend's convention.
   const bool lse_in = on_backend && !placement_[KVCHECK_OP_VARLEN_ATTENTION] && lse_converts();
   if (lse_in) {
-    lse_to_backend(const_cast<float*>(in.lse_a), rows, in.num_heads);
-    lse_to_backend(const_cast<float*>(in.lse_b), rows, in.num_heads);
+    convert_lse(const_cast<float*>(in.lse_a), rows, in.num_heads, true);
+    convert_lse(const_cast<float*>(in.lse_b), rows, in.num_heads, true);
   }
   MergeStatesArgs a = in;
   if (io) {
@@ -353,7 +344,7 @@ void BackendDevice::merge_states(const MergeStatesArgs& in) {
           return t.merge_states(t.self, &args, stream, err, n);
         });
   if (io) from_io(a.out, in.out, in.row_stride, rows, cols);
-  if (on_backend && lse_converts() && in.lse) lse_to_natural(in.lse, rows, in.num_heads);
+  if (on_backend && lse_converts() && in.lse) convert_lse(in.lse, rows, in.num_heads, false);
 }
 
 void BackendDevice::linear_attention(const LinearAttnArgs& a) {

@@ -156,10 +156,9 @@ class BackendDevice : public Device {
   // A scratch buffer in the io dtype for rows of `stride` elements, and its way back to float32.
   float* io_out(kvcheck_op op, int slot, int64_t stride, int32_t rows);
   void from_io(const float* io, float* dst, int64_t stride, int32_t rows, int32_t cols);
-  // lse rows [rows][heads] in place: the backend's base and empty-row value -> kvcheck's
-  // (natural, -inf), or the other way.
-  void lse_to_natural(float* lse, int32_t rows, int32_t heads);
-  void lse_to_backend(float* lse, int32_t rows, int32_t heads);
+  // lse rows [rows][heads] in place: kvcheck's (natural, -inf for an empty row) to the backend's
+  // declared base and empty-row value (to_backend), or back.
+  void convert_lse(float* lse, int32_t rows, int32_t heads, bool to_backend);
   bool io_converts() const { return io_dtype_ != DType::f32; }
   bool lse_converts() const;
 

@@ -65,13 +65,6 @@ std::optional<kvcheck_op> abi_op_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-std::vector<std::string> abi_op_names() {
-  std::vector<std::string> names;
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-    names.emplace_back(backend::op_name(static_cast<kvcheck_op>(i)));
-  return names;
-}
-
 Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scenario& s) {
   Placement out;
   const kvcheck_caps& caps = lib.table().caps;

@@ -28,7 +28,6 @@ struct Placement {
 
 // The ABI op of a name (write_kv, ..., paged_prefill), for --backend-op.
 std::optional<kvcheck_op> abi_op_from_name(const std::string& name);
-std::vector<std::string> abi_op_names();
 
 // Decides the placement for `s` and adapts `s` to the backend's declared conventions (zeroing of
 // new blocks, graphs it does not support). Throws BackendLoadError ("cannot run") naming the op

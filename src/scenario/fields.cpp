@@ -314,16 +314,8 @@ Field<BackendSpec> required_text(Field<BackendSpec> f) {
   return f;
 }
 
-// The ABI's op names (include/kvcheck/backend.h), which `builtin_ops` takes.
-std::vector<std::string> backend_op_names() {
-  std::vector<std::string> names;
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-    names.emplace_back(backend::op_name(static_cast<kvcheck_op>(i)));
-  return names;
-}
-
 void read_builtin_ops(const Json& v, const std::string& p, BackendSpec& out) {
-  const std::vector<std::string> names = backend_op_names();
+  const std::vector<std::string> names = backend::op_names();
   const auto& items = read_array(v, p, "op names", 0, names.size());
   out.builtin_ops.clear();
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -347,7 +339,7 @@ const Fields<BackendSpec>& backend_fields() {
                        .key = "builtin_ops",
                        .read = read_builtin_ops,
                        .value_of = [](const BackendSpec& b) { return Json(b.builtin_ops); },
-                       .forms = {array_form(choice_form(backend_op_names()), 0, KVCHECK_NUM_OPS,
+                       .forms = {array_form(choice_form(backend::op_names()), 0, KVCHECK_NUM_OPS,
                                             true)},
                        .doc = "Ops pinned to the built-in device though the backend implements "
                               "them (`--backend-op OP=builtin`)."},

@@ -51,7 +51,7 @@ TEST(StepPlan, OrdersDecodesThenContextPrefillsThenFreshPrefills) {
   EXPECT_EQ(p.prefill_tokens_with_context, 3);
   EXPECT_EQ(p.num_prefill_seqs, 2);
   EXPECT_EQ(p.num_context_seqs, 1);
-  EXPECT_EQ(p.context_lens, std::vector<int32_t>({6}));
+  EXPECT_EQ(p.prefill_ctx_lens, std::vector<int32_t>({6, 0}));  // context sequences first
   EXPECT_EQ(p.prefill_q_starts, std::vector<int32_t>({0, 3, 7}));
   // The longest query runs a host-sized kernel grid needs (varlen's max_q_len / max_k_len).
   EXPECT_EQ(p.max_prefill_len(p.num_context_seqs), 3);
