@@ -40,13 +40,27 @@ struct DecodeBuffers {
 
 // ---- kvcheck -> ABI ---------------------------------------------------------------------------
 
+// Where the data of a descriptor's pointers lives for the plugin, when not at those addresses:
+// `kvcheck conform` builds its descriptors over host memory and hands a CUDA plugin device copies.
+// to_device(nullptr) is nullptr.
+class PointerMap {
+ public:
+  virtual const void* to_device(const void* p) const = 0;
+
+ protected:
+  ~PointerMap() = default;
+};
+
 // Builds the ABI args of kvcheck's calls into a plugin on one device (kDLCPU, or kDLCUDA and the
 // GPU's id). q / out tensors are f32: the caller converts when the backend's io_dtype differs.
-// Each call's tensors are valid until the next call on the same builder. Throws
-// std::invalid_argument only for a descriptor that breaks its own contract (DecodeBuffers).
+// Each call's tensors are valid until the next call on the same builder. With a PointerMap, every
+// tensor's data is the map's address for the descriptor's (host-side values such as
+// DecodePlanArgs::seq_lens_host stay as they are). Throws std::invalid_argument only for a
+// descriptor that breaks its own contract (DecodeBuffers).
 class AbiBuilder {
  public:
-  explicit AbiBuilder(DLDevice device) : device_(device) {}
+  explicit AbiBuilder(DLDevice device, const PointerMap* map = nullptr)
+      : device_(device), map_(map) {}
   DLDevice device() const { return device_; }
 
   kvcheck_write_kv_args write_kv(const WriteKvArgs& a);
@@ -69,7 +83,7 @@ class AbiBuilder {
   void cache(kvcheck_paged_kv& r, const PagedKv& c);
   void view(kvcheck_tensor& t, const void* data, int32_t dtype,
             std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides) {
-    pool_.view(t, data, dtype, device_, shape, strides);
+    pool_.view(t, map_ && data ? map_->to_device(data) : data, dtype, device_, shape, strides);
   }
   // Rows [rows][heads][feats], heads packed.
   void rows(kvcheck_tensor& t, const void* data, int32_t dtype, int64_t rows, int64_t heads,
@@ -81,6 +95,7 @@ class AbiBuilder {
   }
 
   DLDevice device_;
+  const PointerMap* map_;
   TensorPool<12> pool_;  // the most tensors of one op: paged_decode's 9, linear_attention's 9
 };
 

@@ -3,6 +3,7 @@
 #include "conform/conform.h"
 
 #include <iomanip>
+#include <limits>
 #include <ostream>
 #include <stdexcept>
 
@@ -10,12 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "conform/conform_support.h"
+#include "device/host_device.h"
 
 namespace kv::conform {
 
 namespace {
 
 using Check = void (*)(const Target&, OpReport*);
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct OpEntry {
   kvcheck_op op;
@@ -60,27 +64,43 @@ std::string lpad(const std::string& s, size_t w) {
 
 }  // namespace
 
+ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options) {
+  HostDevice host;
+  return run_conform(backend, options, host, DLDevice{kDLCPU, 0});
+}
+
 bool ConformReport::all_passed() const {
   for (const OpReport& o : ops)
     if (!o.ok()) return false;
   return true;
 }
 
-ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options) {
+ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options,
+                          Device& device, DLDevice dl) {
   ConformReport rep;
   rep.backend_name = backend.name ? backend.name : "";
   rep.backend_version = backend.version ? backend.version : "";
   rep.attention_tolerance = options.attention_tolerance;
-  const Target target{backend, options};
+  const Target target{backend, options, device, dl};
+  std::string device_failed;  // the op in which the device failed: nothing runs after it
   for (const OpEntry& e : kOps) {
     if (!implements(backend, e.op)) continue;
     OpReport r;
     r.op = e.name;
-    if (e.check == nullptr) {
+    if (!device_failed.empty()) {
+      r.covered = false;
+      r.note = "not run: the device failed in " + device_failed;
+    } else if (e.check == nullptr) {
       r.covered = false;
       r.note = "not covered by conform yet";
     } else {
-      e.check(target, &r);
+      try {
+        e.check(target, &r);
+      } catch (const DeviceError& err) {
+        Tally(&r).add("case " + std::to_string(r.cases + 1),
+                      std::string("device error: ") + err.what(), kInf);
+        device_failed = e.name;
+      }
     }
     rep.ops.push_back(std::move(r));
   }

@@ -2,11 +2,14 @@
 // host op on identical random inputs, over a grid of awkward shapes its declared capabilities
 // take (block size 1, odd batches, empty and single-token sequences, padded rows).
 //
-// The plugin runs on the host (kDLCPU): its inputs are host memory. Outputs are poisoned (NaN)
-// before each call on both sides; the comparison is exact where the op is defined exactly
-// (write_kv, gather_kv, fill_blocks, quant_fp8) and a relative L2 error per (row, head) with a
-// tolerance for the attention ops (ConformOptions says why). paged_prefill is not covered yet.
-// A failure names the op and its first failing case, so a backend author knows where to look.
+// The plugin runs on its device (a host plugin on kDLCPU, a CUDA plugin on kDLCUDA): each case's
+// inputs are built on the host, and the plugin gets copies in its device's memory
+// (conform_staging.h). Outputs are poisoned (NaN) before each call on both sides; the comparison
+// is exact where the op is defined exactly (write_kv, gather_kv, fill_blocks, quant_fp8) and a
+// relative L2 error per (row, head) with a tolerance for the attention ops (ConformOptions says
+// why). A failure names the op and its first failing case, so a backend author knows where to
+// look. A fault of the device itself (a CUDA error after the plugin's launch) fails the op it
+// happened in and stops the run: the ops after it are listed as not run.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,10 @@
 #include <vector>
 
 #include "kvcheck/backend.h"
+
+namespace kv {
+class Device;
+}
 
 namespace kv::conform {
 
@@ -49,8 +56,12 @@ struct ConformReport {
   bool all_passed() const;
 };
 
-// Runs every op the table implements. Never throws for a backend's misbehaviour (an error status
-// is a failing case); throws std::invalid_argument for an empty table.
+// Runs every op the table implements, the plugin's buffers on `device` (host memory, or the GPU
+// for a plugin loaded for kDLCUDA: `dl` says which). Never throws for a backend's misbehaviour
+// (an error status is a failing case); throws std::invalid_argument for an empty table.
+ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options,
+                          Device& device, DLDevice dl);
+// A host plugin (kDLCPU) on a host device.
 ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& options);
 
 // The aligned table: op | cases | passed | worst error | first failing case.

@@ -15,7 +15,6 @@ namespace kv::conform {
 
 namespace {
 
-constexpr DLDevice kCpu{kDLCPU, 0};
 
 // The backend's lse of a natural-log value (its base; -inf is its declared empty-row lse).
 float to_backend(const kvcheck_caps& caps, float lse) {
@@ -42,16 +41,17 @@ std::string compare_lse(const kvcheck_caps& caps, float got, float want, double 
 std::string compare_states(const kvcheck_caps& caps, const std::vector<float>& got,
                            const std::vector<float>& want, const std::vector<float>& got_lse,
                            const std::vector<float>& want_lse, int32_t rows, int32_t heads,
-                           int32_t dim, double tol, double* worst) {
+                           int32_t dim, double tol_out, double tol_lse, double* worst) {
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) {
       const size_t o = (static_cast<size_t>(r) * heads + h) * dim;
       const double e = rel_l2(got.data() + o, want.data() + o, dim);
       if (!(e <= *worst)) *worst = e;
-      if (!(e <= tol)) return fmt::format("row {} head {}: out rel err {}", r, h, fmt_err(e));
+      if (!(e <= tol_out))
+        return fmt::format("row {} head {}: out rel err {}", r, h, fmt_err(e));
       if (got_lse.empty()) continue;
       const size_t l = static_cast<size_t>(r) * heads + h;
-      const std::string why = compare_lse(caps, got_lse[l], want_lse[l], tol, worst);
+      const std::string why = compare_lse(caps, got_lse[l], want_lse[l], tol_lse, worst);
       if (!why.empty()) return fmt::format("row {} head {}: {}", r, h, why);
     }
   }
@@ -63,7 +63,7 @@ std::string compare_states(const kvcheck_caps& caps, const std::vector<float>& g
 // ---- varlen_attention ----
 
 void check_varlen_attention(const Target& t, OpReport* r) {
-  if (!io_f32(t.b.caps, r)) return;
+  const DType io = t.io();
   std::mt19937_64 rng(t.opt.seed + 4);
   Tally tally(r);
   const std::vector<CacheCase> grid = cache_grid(t.b.caps, &r->note);
@@ -83,7 +83,7 @@ void check_varlen_attention(const Target& t, OpReport* r) {
             ks.push_back(ks.back() + k_lens[i]);
           }
           const int32_t rows = qs.back(), keys = ks.back();
-          const auto q = random_floats(rng, static_cast<size_t>(rows) * nq * hd);
+          const auto q = round_to(random_floats(rng, static_cast<size_t>(rows) * nq * hd), io);
           const auto k = random_floats(rng, static_cast<size_t>(std::max(keys, 1)) * nkv * hd);
           const auto v = random_floats(rng, k.size());
           const bool mla = c.layout == KVCHECK_LAYOUT_MLA_LATENT;
@@ -112,15 +112,29 @@ void check_varlen_attention(const Target& t, OpReport* r) {
           a.out = want.data();
           a.lse = want_lse.data();
           host::varlen_attention(a);
-          a.out = got.data();
+          const auto q_io = encode(q, io);
+          auto got_io = encode(got, io);
+          a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
+          a.out = reinterpret_cast<float*>(got_io.data());
           a.lse = got_lse.data();
-          backend::AbiBuilder builder(kCpu);
-          std::string why = call_plugin(t.b, t.b.varlen_attention,
-                                        builder.varlen_attention(a, rows, keys));
+          Staging s(t.device, t.dl);
+          s.input(q_io);
+          s.input(k);
+          s.input(v);
+          s.input(qs);
+          s.input(ks);
+          s.output(got_io);
+          s.output(got_lse);
+          backend::AbiBuilder builder = s.builder();
+          kvcheck_varlen_attention_args args = builder.varlen_attention(a, rows, keys);
+          retype_io(args.q, io);
+          retype_io(args.out, io);
+          std::string why = s.call(t.b, t.b.varlen_attention, args);
+          got = decode(got_io, io);
           double worst = 0.0;
           if (why.empty())
             why = compare_states(t.b.caps, got, want, got_lse, want_lse, rows, nq, vd,
-                                 t.opt.attention_tolerance, &worst);
+                                 t.out_tol(), t.opt.attention_tolerance, &worst);
           tally.add(fmt::format("{} q/kv={}/{} {} q_lens={} k_lens={}", c.describe(), nq, nkv,
                                 causal ? "causal" : "context", list(q_lens), list(k_lens)),
                     why, worst);
@@ -136,12 +150,14 @@ void check_merge_states(const Target& t, OpReport* r) {
   std::mt19937_64 rng(t.opt.seed + 5);
   Tally tally(r);
   const kvcheck_caps& caps = t.b.caps;
+  const DType io = t.io();
   for (int32_t rows : {1, 3, 5, 8}) {
     for (int32_t heads : {2, 8}) {
       for (int32_t dim : {16, 64}) {
         const int32_t merge = static_cast<int32_t>(rng() % (rows + 1));
         const size_t n = static_cast<size_t>(rows) * heads * dim, nl = rows * heads;
-        const auto oa = random_floats(rng, n), ob = random_floats(rng, n);
+        const auto oa = round_to(random_floats(rng, n), io);
+        const auto ob = round_to(random_floats(rng, n), io);
         auto la = random_floats(rng, nl, -3.f, 3.f), lb = random_floats(rng, nl, -3.f, 3.f);
         la[0] = -INFINITY;  // an empty context
         if (nl > 2) la[1] = lb[1] = -INFINITY;  // both empty
@@ -165,16 +181,32 @@ void check_merge_states(const Target& t, OpReport* r) {
           pla[i] = to_backend(caps, la[i]);
           plb[i] = to_backend(caps, lb[i]);
         }
+        const auto oa_io = encode(oa, io), ob_io = encode(ob, io);
+        auto got_io = encode(got, io);
+        a.out_a = reinterpret_cast<const float*>(oa_io.data());  // io elements: retyped below
+        a.out_b = reinterpret_cast<const float*>(ob_io.data());
         a.lse_a = pla.data();
         a.lse_b = plb.data();
-        a.out = got.data();
+        a.out = reinterpret_cast<float*>(got_io.data());
         a.lse = got_lse.data();
-        backend::AbiBuilder builder(kCpu);
-        std::string why = call_plugin(t.b, t.b.merge_states, builder.merge_states(a));
+        Staging s(t.device, t.dl);
+        s.input(oa_io);
+        s.input(ob_io);
+        s.input(pla);
+        s.input(plb);
+        s.output(got_io);
+        s.output(got_lse);
+        backend::AbiBuilder builder = s.builder();
+        kvcheck_merge_states_args args = builder.merge_states(a);
+        retype_io(args.out_a, io);
+        retype_io(args.out_b, io);
+        retype_io(args.out, io);
+        std::string why = s.call(t.b, t.b.merge_states, args);
+        got = decode(got_io, io);
         double worst = 0.0;
         if (why.empty())
           why = compare_states(caps, got, want, got_lse, want_lse, rows, heads, dim,
-                               t.opt.attention_tolerance, &worst);
+                               t.out_tol(), t.opt.attention_tolerance, &worst);
         tally.add(fmt::format("rows={} merge={} heads={} dim={}", rows, merge, heads, dim), why,
                   worst);
       }
@@ -207,8 +239,12 @@ void check_quant_fp8(const Target& t, OpReport* r) {
         a.x = variant == 2 ? got.data() : x.data();
         a.y = got.data();
         a.scale_out = &got_scale;
-        backend::AbiBuilder builder(kCpu);
-        std::string why = call_plugin(t.b, t.b.quant_fp8, builder.quant_fp8(a));
+        Staging s(t.device, t.dl);
+        s.input(x);
+        s.input(&amax_rows, sizeof(amax_rows));
+        s.output(got);
+        s.output(&got_scale, sizeof(got_scale));
+        std::string why = s.call(t.b, t.b.quant_fp8, s.builder().quant_fp8(a));
         double err = 0.0, serr = 0.0;
         const auto* g = reinterpret_cast<const uint8_t*>(got.data());
         if (why.empty())
@@ -278,9 +314,18 @@ void check_linear_attention(const Target& t, OpReport* r) {
         host::linear_attention(a);
         a.state = got_state.data();
         a.out = got.data();
-        backend::AbiBuilder builder(kCpu);
-        std::string why = call_plugin(t.b, t.b.linear_attention,
-                                      builder.linear_attention(a, rows, num_blocks));
+        Staging s(t.device, t.dl);
+        s.input(q);
+        s.input(k);
+        s.input(v);
+        s.input(gate);
+        s.input(starts);
+        s.input(blocks);
+        s.input(init);
+        s.output(got_state);
+        s.output(got);
+        std::string why = s.call(t.b, t.b.linear_attention,
+                                 s.builder().linear_attention(a, rows, num_blocks));
         double worst = 0.0;
         const double tol = t.opt.attention_tolerance;
         for (int32_t s = 0; s < batch && why.empty(); ++s) {

@@ -16,7 +16,6 @@ namespace kv::conform {
 
 namespace {
 
-constexpr DLDevice kCpu{kDLCPU, 0};
 constexpr int32_t kMaxSplits = 4;  // so that the built-in decode splits long rows
 
 int32_t blocks_for(int32_t len, int32_t bs) { return len <= 0 ? 0 : (len + bs - 1) / bs; }
@@ -85,9 +84,12 @@ void check_write_kv(const Target& t, OpReport* r) {
       a.cache = want.kv();
       host::write_kv(a);
       a.cache = got.kv();
-      backend::AbiBuilder builder(kCpu);
-      const auto args = builder.write_kv(a);
-      std::string why = call_plugin(t.b, t.b.write_kv, args);
+      Staging s(t.device, t.dl);
+      s.input(k);
+      s.input(v);
+      s.input(slots);
+      s.output(got.bytes());
+      std::string why = s.call(t.b, t.b.write_kv, s.builder().write_kv(a));
       double err = 0.0;
       if (why.empty()) why = exact_case(got.bytes(), want.bytes(), c.dtype, &err);
       tally.add(fmt::format("{} tokens={}", c.describe(), n), why, err);
@@ -115,13 +117,13 @@ std::vector<float> builtin_lse(const PagedDecodeArgs& d) {
   return lse;
 }
 
-constexpr float kUntouched = 12345.0f;  // a padded row's output before the call
+constexpr float kUntouched = 12288.0f;  // a padded row's output before the call (exact in bf16)
 
 }  // namespace
 
 void check_paged_decode(const Target& t, OpReport* r) {
   const kvcheck_caps& caps = t.b.caps;
-  if (!io_f32(caps, r)) return;
+  const DType io = t.io();
   std::mt19937_64 rng(t.opt.seed + 1);
   Tally tally(r);
   int case_no = 0;
@@ -143,7 +145,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
         }
         for (size_t i = 0; i < table.size(); ++i)
           if (bt.table[i] == 0) table[i] = caps.pad_block_id;
-        const auto q = random_floats(rng, static_cast<size_t>(batch) * nq * hd);
+        const auto q = round_to(random_floats(rng, static_cast<size_t>(batch) * nq * hd), io);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
         // The built-in op, with its own plan and workspace.
@@ -176,13 +178,23 @@ void check_paged_decode(const Target& t, OpReport* r) {
           if (bt.lens[i] < 0)
             std::fill_n(got.begin() + i * nq * vd, nq * vd, kUntouched);
         auto got_lse = nan_floats(want_lse_v.size());
+        const auto q_io = encode(q, io);
+        auto got_io = encode(got, io);
         d.cache = cache.kv();
         d.seq_lens = lens.data();
         d.block_table = table.data();
-        d.out = got.data();
+        d.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
+        d.out = reinterpret_cast<float*>(got_io.data());
         std::vector<uint8_t> pplan(plan.size() * 4), pwork;
         memcpy(pplan.data(), plan.data(), pplan.size());
         std::string why;
+        Staging s(t.device, t.dl);
+        s.input(cache.bytes());
+        s.input(q_io);
+        s.input(lens);
+        s.input(table);
+        s.output(got_io);
+        s.output(got_lse);
         if (t.b.paged_decode_plan && t.b.plan_bytes) {
           pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, batch, nq, kMaxSplits), 1), 0);
           const DecodePlanArgs p{.seq_lens_host = lens.data(),
@@ -198,20 +210,26 @@ void check_paged_decode(const Target& t, OpReport* r) {
                                  .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
                                  .plan = reinterpret_cast<int32_t*>(pplan.data()),
                                  .plan_bytes = pplan.size()};
-          backend::AbiBuilder pb(kCpu);
-          why = call_plugin(t.b, t.b.paged_decode_plan, pb.decode_plan(p));
+          s.output(pplan);
+          why = s.call(t.b, t.b.paged_decode_plan, s.builder().decode_plan(p));
+        } else {
+          s.input(pplan);
         }
         if (t.b.workspace_bytes)
           pwork.assign(t.b.workspace_bytes(t.b.self, KVCHECK_OP_PAGED_DECODE, batch, nq, vd,
                                            kMaxSplits), 0);
+        s.output(pwork);
         backend::DecodeBuffers bufs{pplan.data(), pplan.size(),
                                     pwork.empty() ? nullptr : pwork.data(), pwork.size(),
                                     want_lse ? got_lse.data() : nullptr};
         d.partial_out = d.partial_lse = nullptr;
-        backend::AbiBuilder builder(kCpu);
+        backend::AbiBuilder builder = s.builder();
         kvcheck_paged_decode_args args = builder.paged_decode(d, bufs);
         if (pwork.empty()) args.workspace.dl.data = nullptr;
-        if (why.empty()) why = call_plugin(t.b, t.b.paged_decode, args);
+        retype_io(args.q, io);
+        retype_io(args.out, io);
+        if (why.empty()) why = s.call(t.b, t.b.paged_decode, args);
+        got = decode(got_io, io);
 
         double worst = 0.0;
         for (int32_t row = 0; row < batch && why.empty(); ++row) {
@@ -227,8 +245,8 @@ void check_paged_decode(const Target& t, OpReport* r) {
               continue;
             }
             const size_t l = static_cast<size_t>(row) * nq + h;
-            why = compare_head(caps, t.opt.attention_tolerance, got.data() + o, want.data() + o,
-                               vd, want_lse ? got_lse.data() + l : nullptr,
+            why = compare_head(caps, t.out_tol(), t.opt.attention_tolerance, got.data() + o,
+                               want.data() + o, vd, want_lse ? got_lse.data() + l : nullptr,
                                want_lse_v.data() + l, &worst);
             if (!why.empty())
               why = fmt::format("row {} (seq_len {}) head {}: {}", row, lens[row], h, why);
@@ -246,7 +264,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
 
 void check_paged_prefill(const Target& t, OpReport* r) {
   const kvcheck_caps& caps = t.b.caps;
-  if (!io_f32(caps, r)) return;
+  const DType io = t.io();
   std::mt19937_64 rng(t.opt.seed + 9);
   Tally tally(r);
   int case_no = 0;
@@ -266,7 +284,7 @@ void check_paged_prefill(const Target& t, OpReport* r) {
         Batch bt = make_batch(totals, c.block_size, caps.pad_block_id, rng);
         HostCache cache(c, bt.num_blocks, rng);
         const int32_t rows = q_starts.back();
-        const auto q = random_floats(rng, static_cast<size_t>(rows) * nq * hd);
+        const auto q = round_to(random_floats(rng, static_cast<size_t>(rows) * nq * hd), io);
         PagedPrefillArgs a;
         a.cache = cache.kv();
         a.q = q.data();
@@ -296,19 +314,35 @@ void check_paged_prefill(const Target& t, OpReport* r) {
         std::vector<uint8_t> work;
         if (t.b.workspace_bytes)
           work.assign(t.b.workspace_bytes(t.b.self, KVCHECK_OP_PAGED_PREFILL, rows, nq, vd, 1), 0);
-        a.out = got.data();
+        const auto q_io = encode(q, io);
+        auto got_io = encode(got, io);
+        a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
+        a.out = reinterpret_cast<float*>(got_io.data());
         a.lse = want_lse ? got_lse.data() : nullptr;
         a.workspace = work.empty() ? nullptr : work.data();
         a.workspace_bytes = work.size();
-        backend::AbiBuilder builder(kCpu);
-        std::string why = call_plugin(t.b, t.b.paged_prefill, builder.paged_prefill(a));
+        Staging s(t.device, t.dl);
+        s.input(cache.bytes());
+        s.input(q_io);
+        s.input(q_starts);
+        s.input(ctx);
+        s.input(bt.table);
+        s.output(got_io);
+        s.output(got_lse);
+        s.output(work);
+        backend::AbiBuilder builder = s.builder();
+        kvcheck_paged_prefill_args args = builder.paged_prefill(a);
+        retype_io(args.q, io);
+        retype_io(args.out, io);
+        std::string why = s.call(t.b, t.b.paged_prefill, args);
+        got = decode(got_io, io);
         double worst = 0.0;
         for (int32_t row = 0; row < rows && why.empty(); ++row) {
           for (int32_t h = 0; h < nq && why.empty(); ++h) {
             const size_t o = (static_cast<size_t>(row) * nq + h) * vd;
             const size_t l = static_cast<size_t>(row) * nq + h;
-            why = compare_head(caps, t.opt.attention_tolerance, got.data() + o, want.data() + o,
-                               vd, want_lse ? got_lse.data() + l : nullptr,
+            why = compare_head(caps, t.out_tol(), t.opt.attention_tolerance, got.data() + o,
+                               want.data() + o, vd, want_lse ? got_lse.data() + l : nullptr,
                                want_lse_v.data() + l, &worst);
             if (!why.empty()) why = fmt::format("row {} head {}: {}", row, h, why);
           }
@@ -352,8 +386,14 @@ void check_gather_kv(const Target& t, OpReport* r) {
       host::gather_kv(a);
       a.k_out = gk.data();
       a.v_out = mla ? nullptr : gv.data();
-      backend::AbiBuilder builder(kCpu);
-      std::string why = call_plugin(t.b, t.b.gather_kv, builder.gather_kv(a, total));
+      Staging s(t.device, t.dl);
+      s.input(cache.bytes());
+      s.input(bt.table);
+      s.input(bt.lens);
+      s.input(starts);
+      s.output(gk);
+      s.output(gv);
+      std::string why = s.call(t.b, t.b.gather_kv, s.builder().gather_kv(a, total));
       double ek = 0.0, ev = 0.0;
       const size_t bytes = wk.size() * sizeof(float);
       const auto* g8 = reinterpret_cast<const uint8_t*>(gk.data());
@@ -387,8 +427,10 @@ void check_fill_blocks(const Target& t, OpReport* r) {
       a.pattern = pattern;
       a.seed = 7;
       a.cache = got.kv();
-      backend::AbiBuilder builder(kCpu);
-      std::string why = call_plugin(t.b, t.b.fill_blocks, builder.fill_blocks(a));
+      Staging s(t.device, t.dl);
+      s.input(ids);
+      s.output(got.bytes());
+      std::string why = s.call(t.b, t.b.fill_blocks, s.builder().fill_blocks(a));
       double err = 0.0;
       if (pattern == FillPattern::zero) {
         a.cache = want.kv();

@@ -190,26 +190,57 @@ std::string fmt_err(double e) {
   return fmt::format("{:.2e}", e);
 }
 
-bool io_f32(const kvcheck_caps& caps, OpReport* r) {
-  if (caps.io_dtype == KVCHECK_F32) return true;
-  r->covered = false;
-  r->note = "io_dtype other than f32: not covered by conform yet";
-  return false;
+DType io_dtype(const kvcheck_caps& caps) {
+  return caps.io_dtype == KVCHECK_BF16  ? DType::bf16
+         : caps.io_dtype == KVCHECK_F16 ? DType::f16
+                                        : DType::f32;
 }
 
-std::string compare_head(const kvcheck_caps& caps, double tol, const float* got,
-                         const float* want, int32_t vd, const float* got_lse,
+std::vector<float> round_to(std::vector<float> v, DType io) {
+  if (io == DType::f32) return v;
+  std::vector<uint8_t> b(static_cast<size_t>(dtype_size(io)));
+  for (float& x : v) {
+    store_from_f32(b.data(), 0, io, x);
+    x = load_as_f32(b.data(), 0, io);
+  }
+  return v;
+}
+
+std::vector<uint8_t> encode(const std::vector<float>& v, DType io) {
+  std::vector<uint8_t> b(v.size() * static_cast<size_t>(dtype_size(io)));
+  for (size_t i = 0; i < v.size(); ++i)
+    store_from_f32(b.data(), static_cast<int64_t>(i), io, v[i]);
+  return b;
+}
+
+std::vector<float> decode(const std::vector<uint8_t>& bytes, DType io) {
+  std::vector<float> v(bytes.size() / static_cast<size_t>(dtype_size(io)));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = load_as_f32(bytes.data(), static_cast<int64_t>(i), io);
+  return v;
+}
+
+double io_rounding(DType io) {
+  return io == DType::bf16 ? std::ldexp(1.0, -8) : io == DType::f16 ? std::ldexp(1.0, -11) : 0.0;
+}
+
+void retype_io(kvcheck_tensor& t, DType io) {
+  if (t.dl.data != nullptr) backend::retype(t, backend::to_abi(io));
+}
+
+std::string compare_head(const kvcheck_caps& caps, double tol_out, double tol_lse,
+                         const float* got, const float* want, int32_t vd, const float* got_lse,
                          const float* want_lse, double* worst) {
   const double e = rel_l2(got, want, vd);
   if (!(e <= *worst)) *worst = e;
-  if (!(e <= tol)) return "out rel err " + fmt_err(e);
+  if (!(e <= tol_out)) return "out rel err " + fmt_err(e);
   if (got_lse == nullptr) return "";
   double gl = *got_lse;
   if (caps.lse_base == KVCHECK_LSE_BASE2) gl *= std::log(2.0);
   const double wl = *want_lse;
   const double le = std::fabs(gl - wl) / std::max(1.0, std::fabs(wl));
   if (!(le <= *worst)) *worst = le;
-  if (!(le <= tol)) return fmt::format("lse {} want {}", gl, wl);
+  if (!(le <= tol_lse)) return fmt::format("lse {} want {}", gl, wl);
   return "";
 }
 

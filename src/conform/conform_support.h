@@ -10,6 +10,8 @@
 
 #include "backend/abi_convert.h"
 #include "conform/conform.h"
+#include "conform/conform_staging.h"
+#include "device/device.h"
 #include "kernels/paged_kv.cuh"
 #include "kvcheck/backend.h"
 
@@ -59,6 +61,7 @@ class HostCache {
   HostCache& operator=(const HostCache&) = delete;
   const PagedKv& kv() const { return kv_; }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
+  std::vector<uint8_t>& bytes() { return bytes_; }  // to stage as an output
   // Block ids 1 .. num_blocks-1 in random order (block 0 is the null block).
   static std::vector<int32_t> shuffled_blocks(int32_t num_blocks, std::mt19937_64& rng);
 
@@ -70,16 +73,6 @@ class HostCache {
 };
 
 // ---- calls and comparisons ----
-
-// Calls one op of the plugin; "" or "returned KVCHECK_ERROR: <its message>".
-template <class Args>
-std::string call_plugin(const kvcheck_backend& b,
-                        int32_t (*fn)(void*, const Args*, void*, char*, size_t), const Args& a) {
-  char err[512] = "";
-  const int32_t status = fn(b.self, &a, nullptr, err, sizeof(err));
-  if (status == KVCHECK_OK) return "";
-  return "returned status " + std::to_string(status) + ": " + (*err ? err : "(no message)");
-}
 
 // Bitwise equality of two byte buffers seen as elements of `dtype`: "" or where they first differ;
 // *max_abs gets the largest absolute difference of the values (inf when one is NaN).
@@ -102,20 +95,38 @@ class Tally {
 
 std::string fmt_err(double e);  // "3.1e-07", "nan", "inf"
 
-// Whether the attention ops' q/out are f32 (conform covers only that so far); if not, says so in
-// the report.
-bool io_f32(const kvcheck_caps& caps, OpReport* r);
+// ---- q / out of the attention ops in the backend's io dtype (f32, bf16, f16) ----
 
-// One (row, head) of an attention op: out by relative L2 over vd values, then the lse (read in the
-// backend's declared base) when got_lse is given. "" or why; *worst keeps the largest error.
-std::string compare_head(const kvcheck_caps& caps, double tol, const float* got,
-                         const float* want, int32_t vd, const float* got_lse,
+// The caps' io dtype as kvcheck's DType.
+DType io_dtype(const kvcheck_caps& caps);
+// Values rounded through `io`: what the plugin can be given, so both sides read the same inputs.
+std::vector<float> round_to(std::vector<float> v, DType io);
+// f32 values as `io` elements (exact for values round_to gave) and back.
+std::vector<uint8_t> encode(const std::vector<float>& v, DType io);
+std::vector<float> decode(const std::vector<uint8_t>& bytes, DType io);
+// The rounding of an output to `io` (its unit roundoff: 0 for f32, 2^-8 bf16, 2^-11 f16): the
+// relative L2 error of a row the plugin computed exactly and stored in `io` is at most this, so
+// it is added to the out tolerance (never to the lse's, which is float32 in the ABI).
+double io_rounding(DType io);
+// After AbiBuilder (which writes f32): the tensor's elements are `io`, at the same strides.
+void retype_io(kvcheck_tensor& t, DType io);
+
+// One (row, head) of an attention op: out by relative L2 over vd values within tol_out, then the
+// lse (read in the backend's declared base) within tol_lse when got_lse is given. "" or why;
+// *worst keeps the largest error.
+std::string compare_head(const kvcheck_caps& caps, double tol_out, double tol_lse,
+                         const float* got, const float* want, int32_t vd, const float* got_lse,
                          const float* want_lse, double* worst);
 
 // Per-op checks (conform_cache.cpp, conform_attention.cpp).
 struct Target {
   const kvcheck_backend& b;
   const ConformOptions& opt;
+  Device& device;  // where the plugin's buffers live (conform_staging.h)
+  DLDevice dl;     // the plugin's device: kDLCPU, or kDLCUDA and the GPU's index
+  DType io() const { return io_dtype(b.caps); }
+  // The attention ops' tolerance of out: the option's plus the io dtype's rounding.
+  double out_tol() const { return opt.attention_tolerance + io_rounding(io()); }
 };
 void check_write_kv(const Target& t, OpReport* r);
 void check_paged_decode(const Target& t, OpReport* r);

@@ -67,6 +67,33 @@ TEST(Conform, BrokenTailFailsOnPagedDecodeOnly) {
   EXPECT_NE(d->first_failure.find("out rel err"), std::string::npos) << d->first_failure;
 }
 
+// bf16 q/out, base-2 lse with +inf for empty rows, padded rows (1, -1): conform hands the plugin
+// bf16 rows and reads its lse in its base, so it conforms within the bf16 rounding of out; the
+// twin that declares base 2 but writes natural logs fails on every op that writes an lse.
+TEST(Conform, APluginOfOtherConventionsConformsWithinItsIoRounding) {
+  const ConformReport r = conform_library(KVTEST_CONVENTIONS);
+  EXPECT_TRUE(r.all_passed());
+  for (const char* op : {"paged_decode", "varlen_attention", "merge_states"}) {
+    const OpReport* o = find_op(r, op);
+    ASSERT_NE(o, nullptr) << op;
+    EXPECT_TRUE(o->covered) << op;
+    EXPECT_EQ(o->passed, o->cases) << op << ": " << o->first_failure;
+    EXPECT_GT(o->worst_error, 1e-4) << op << ": bf16 outputs must differ from f32 ones";
+    EXPECT_LE(o->worst_error, 1e-5 + 1.0 / 256) << op;
+  }
+}
+
+TEST(Conform, APluginThatLiesAboutItsLseBaseFailsWhereItWritesOne) {
+  const ConformReport r = conform_library(KVTEST_CONVENTIONS_LIE);
+  for (const char* op : {"paged_decode", "varlen_attention", "merge_states"}) {
+    const OpReport* o = find_op(r, op);
+    ASSERT_NE(o, nullptr) << op;
+    EXPECT_FALSE(o->ok()) << op;
+    EXPECT_NE(o->first_failure.find("lse"), std::string::npos) << op << ": " << o->first_failure;
+  }
+  EXPECT_TRUE(find_op(r, "write_kv")->ok());
+}
+
 // A backend whose op returns an error: a failing case carrying its message.
 int32_t failing_write_kv(void*, const kvcheck_write_kv_args*, void*, char* err, size_t n) {
   snprintf(err, n, "write_kv: nope");

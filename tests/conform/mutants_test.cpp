@@ -101,8 +101,11 @@ TEST(ConformMutants, TheFusedPrefillOfTheHostOpsConforms) {
   b.paged_prefill = fused_prefill;
   const ConformReport r = run_conform(b, ConformOptions{});
   EXPECT_TRUE(r.all_passed());
-  for (const OpReport& o : r.ops)
-    if (o.op == "paged_prefill") EXPECT_GT(o.cases, 100) << "too few cases";
+  for (const OpReport& o : r.ops) {
+    if (o.op == "paged_prefill") {
+      EXPECT_GT(o.cases, 100) << "too few cases";
+    }
+  }
 }
 
 TEST(ConformMutants, EachSpoiledOpFailsAndOnlyIt) {
