@@ -56,6 +56,7 @@ struct DecodePlanArgs {
   bool interleaved = false;  // ... attention layers over a K/V-interleaved cache
   int32_t* plan = nullptr;  // device memory
   size_t plan_bytes = 0;
+  int32_t max_blocks_per_seq = 0;  // row length of paged_decode's block table (the run's limit)
 };
 
 // Paged decode, one query token per row, split-KV (flash-decoding) with a state merge. The kernel
@@ -294,6 +295,8 @@ struct PagedPrefillArgs {
   float scale = 1.0f;
   int32_t max_q_len = 0;    // host values: the longest sequence's new tokens and context
   int32_t max_ctx_len = 0;
+  const int32_t* q_starts_host = nullptr;  // host mirrors of q_starts and ctx_lens (the call's)
+  const int32_t* ctx_lens_host = nullptr;
 };
 
 // Row-wise conversion between float32 and the 16-bit dtypes, the engine's bridge to a backend's

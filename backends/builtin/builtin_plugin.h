@@ -108,14 +108,13 @@ inline std::vector<int32_t> builtin_plan(const kvcheck_decode_plan_args& in, Dec
 }
 
 // The plan and workspace sizes of kvcheck's built-in decode.
-inline size_t builtin_plan_bytes(void*, int32_t max_rows, int32_t, int32_t) {
-  return decode_plan_bytes(std::max(max_rows, 0));
+inline size_t builtin_plan_bytes(void*, const kvcheck_size_query* q) {
+  return decode_plan_bytes(std::max(q->max_rows, 0));
 }
-inline size_t builtin_workspace_bytes(void*, int32_t op, int32_t max_rows, int32_t num_q_heads,
-                                      int32_t v_dim, int32_t max_splits) {
-  if (op != KVCHECK_OP_PAGED_DECODE) return 0;
-  return decode_workspace_bytes(std::max(max_rows, 0), std::max(num_q_heads, 0),
-                                std::max(v_dim, 0), std::max(max_splits, 0));
+inline size_t builtin_workspace_bytes(void*, const kvcheck_size_query* q) {
+  if (q->op != KVCHECK_OP_PAGED_DECODE) return 0;
+  return decode_workspace_bytes(std::max(q->max_rows, 0), std::max(q->num_q_heads, 0),
+                                std::max(q->v_dim, 0), std::max(q->max_splits, 0));
 }
 
 // A table of kvcheck's own ops' caps and plan/workspace sizes; the caller sets the ops.

@@ -184,7 +184,29 @@ typedef struct {
   int32_t max_splits;
   kvcheck_tensor plan; /* u8 [plan_bytes], device memory */
   int32_t layout;      /* kvcheck_kv_layout of the layers this plan serves (MLA: mla_latent) */
+  int32_t max_blocks_per_seq; /* row length of paged_decode's block table, fixed for the run */
 } kvcheck_decode_plan_args;
+
+/* What a plan buffer or a workspace must hold: the largest call it serves (plan_bytes,
+ * workspace_bytes). paged_decode's plan and workspace are sized once per run with the run's limits
+ * and kept at one address (graphs replay against them), so a backend that keeps per-step metadata
+ * there (page lists in CSR form, a scheduler's work lists) sizes it from these fields; the other
+ * ops' workspaces are sized per call with that call's figures. */
+typedef struct {
+  uint32_t struct_size;
+  int32_t op;                 /* kvcheck_op the bytes are for */
+  int32_t max_rows;           /* query rows of a call (decode: one per sequence) */
+  int32_t max_seqs;           /* sequences of a call */
+  int32_t num_q_heads;
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t v_dim;
+  int32_t block_size;
+  int32_t max_blocks_per_seq; /* row length of the call's block table */
+  int32_t cache_dtype;        /* kvcheck_dtype */
+  int32_t layout;             /* kvcheck_kv_layout */
+  int32_t max_splits;         /* paged_decode: the engine's split-KV limit; else 1 */
+} kvcheck_size_query;
 
 /* gather_kv: copy each sequence's cached context (its first ctx_lens[s] tokens) out of the paged
  * cache into contiguous float32 rows: token t of sequence s goes to row ctx_starts[s] + t of
@@ -309,7 +331,9 @@ typedef struct {
  * context (from the paged cache) and causally to themselves, in one op; it replaces kvcheck's
  * gather_kv -> varlen_attention -> merge_states chain. Sequence s has ctx_lens[s] cached tokens and
  * q_starts[s+1] - q_starts[s] new ones, whose K/V are already in the cache (write_kv ran first), at
- * positions ctx_lens[s] ... of its block table. lse optional. */
+ * positions ctx_lens[s] ... of its block table. lse optional. q_starts_host / ctx_lens_host are the
+ * same values in host memory, valid during the call, for a backend whose planner runs on the host
+ * (kvcheck never captures a step with prefill rows into a graph). */
 typedef struct {
   uint32_t struct_size;
   kvcheck_paged_kv cache;
@@ -326,6 +350,8 @@ typedef struct {
   float scale;
   int32_t max_q_len;   /* the longest sequence's new tokens, and its cached context */
   int32_t max_ctx_len;
+  const int32_t* q_starts_host; /* host memory [num_seqs + 1] */
+  const int32_t* ctx_lens_host; /* host memory [num_seqs] */
 } kvcheck_paged_prefill_args;
 
 /* ---- capabilities and conventions ---------------------------------------------------------- */
@@ -370,6 +396,10 @@ typedef struct {
   int32_t pad_block_id;       /* block-table entry of padded rows and unused entries: 0 or -1 */
   int32_t needs_zeroed_blocks; /* 1: kvcheck must zero every newly allocated block */
   int32_t graph_support;      /* kvcheck_graph_support */
+  /* Query heads per KV head of attention layers (separate or interleaved K/V) accepted, or NULL;
+   * MLA layers (one latent head) are not asked. */
+  const int32_t* gqa_ratios;
+  int32_t num_gqa_ratios;
   int64_t reserved[8];
 } kvcheck_caps;
 
@@ -415,14 +445,13 @@ typedef struct kvcheck_backend {
   int32_t (*paged_prefill)(void* self, const kvcheck_paged_prefill_args* a, void* stream,
                            char* err, size_t err_size);
 
-  /* Optional: the decode plan step (above), and the bytes of its persistent plan buffer for steps
-   * of up to max_rows decode rows. */
+  /* Optional: the decode plan step (above), and the bytes of its persistent plan buffer for the
+   * run's decode steps (q->op is KVCHECK_OP_PAGED_DECODE; one query per layer kind). */
   int32_t (*paged_decode_plan)(void* self, const kvcheck_decode_plan_args* a, void* stream,
                                char* err, size_t err_size);
-  size_t (*plan_bytes)(void* self, int32_t max_rows, int32_t num_q_heads, int32_t max_splits);
-  /* Optional: scratch bytes `op` needs for a step of up to max_rows rows (0 if NULL). */
-  size_t (*workspace_bytes)(void* self, int32_t op, int32_t max_rows, int32_t num_q_heads,
-                            int32_t v_dim, int32_t max_splits);
+  size_t (*plan_bytes)(void* self, const kvcheck_size_query* q);
+  /* Optional: scratch bytes q->op needs for calls within q (0 if NULL). */
+  size_t (*workspace_bytes)(void* self, const kvcheck_size_query* q);
 
   /* Called once, last; may be NULL. */
   void (*destroy)(void* self);

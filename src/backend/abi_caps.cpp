@@ -74,6 +74,9 @@ std::string caps_refusal(const kvcheck_caps& caps, const CacheShape& c) {
   if (c.paged && !listed(caps.block_sizes, caps.num_block_sizes, c.block_size))
     return "block_size " + std::to_string(c.block_size) + " is not among the backend's: " +
            list_text(caps.block_sizes, caps.num_block_sizes);
+  if (c.gqa_ratio > 0 && !listed(caps.gqa_ratios, caps.num_gqa_ratios, c.gqa_ratio))
+    return "GQA ratio " + std::to_string(c.gqa_ratio) + " (query heads per KV head) is not among "
+           "the backend's: " + list_text(caps.gqa_ratios, caps.num_gqa_ratios);
   return "";
 }
 

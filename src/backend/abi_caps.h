@@ -18,6 +18,7 @@ struct CacheShape {
   kvcheck_kv_layout layout = KVCHECK_LAYOUT_KV_SEPARATE;
   int32_t head_dim = 0;
   int32_t block_size = 0;
+  int32_t gqa_ratio = 0;  // query heads per KV head of an attention layer; 0: not asked (MLA)
   // false: the op reads K/V rows in the cache's dtype, not the paged cache itself
   // (varlen_attention), so the cache's layout and block size are not asked of it.
   bool paged = true;

@@ -92,10 +92,50 @@ kvcheck_decode_plan_args AbiBuilder::decode_plan(const DecodePlanArgs& a) {
   r.cache_dtype = to_abi(a.cache_dtype);
   r.max_splits = a.max_splits;
   array(r.plan, a.plan, kAbiU8, static_cast<int64_t>(a.plan_bytes));
-  r.layout = a.latent        ? KVCHECK_LAYOUT_MLA_LATENT
-             : a.interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
-                             : KVCHECK_LAYOUT_KV_SEPARATE;
+  r.layout = layout_of(a);
+  r.max_blocks_per_seq = a.max_blocks_per_seq;
   return r;
+}
+
+kvcheck_kv_layout layout_of(const DecodePlanArgs& a) {
+  return a.latent        ? KVCHECK_LAYOUT_MLA_LATENT
+         : a.interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
+                         : KVCHECK_LAYOUT_KV_SEPARATE;
+}
+
+kvcheck_size_query size_query(const DecodePlanArgs& s) {
+  kvcheck_size_query q{};
+  q.struct_size = sizeof(q);
+  q.op = KVCHECK_OP_PAGED_DECODE;
+  q.max_rows = q.max_seqs = s.num_rows;
+  q.num_q_heads = s.num_q_heads;
+  q.num_kv_heads = s.num_kv_heads;
+  q.head_dim = s.head_dim;
+  q.v_dim = s.v_dim > 0 ? s.v_dim : s.head_dim;
+  q.block_size = s.block_size;
+  q.max_blocks_per_seq = s.max_blocks_per_seq;
+  q.cache_dtype = to_abi(s.cache_dtype);
+  q.layout = layout_of(s);
+  q.max_splits = s.max_splits;
+  return q;
+}
+
+kvcheck_size_query size_query(const PagedPrefillArgs& a) {
+  kvcheck_size_query q{};
+  q.struct_size = sizeof(q);
+  q.op = KVCHECK_OP_PAGED_PREFILL;
+  q.max_rows = a.num_rows;
+  q.max_seqs = a.num_seqs;
+  q.num_q_heads = a.num_q_heads;
+  q.num_kv_heads = a.cache.num_kv_heads;
+  q.head_dim = a.cache.head_dim;
+  q.v_dim = a.v_dim > 0 ? a.v_dim : a.cache.head_dim;
+  q.block_size = a.cache.block_size;
+  q.max_blocks_per_seq = a.block_table_stride;
+  q.cache_dtype = to_abi(a.cache.dtype);
+  q.layout = layout_of(a.cache);
+  q.max_splits = 1;
+  return q;
 }
 
 kvcheck_gather_kv_args AbiBuilder::gather_kv(const GatherKvArgs& a, int32_t total_ctx) {
@@ -232,6 +272,8 @@ kvcheck_paged_prefill_args AbiBuilder::paged_prefill(const PagedPrefillArgs& a) 
   r.scale = a.scale;
   r.max_q_len = a.max_q_len;
   r.max_ctx_len = a.max_ctx_len;
+  r.q_starts_host = a.q_starts_host;
+  r.ctx_lens_host = a.ctx_lens_host;
   return r;
 }
 

@@ -99,6 +99,13 @@ class AbiBuilder {
   TensorPool<12> pool_;  // the most tensors of one op: paged_decode's 9, linear_attention's 9
 };
 
+// The layout a decode plan's shape serves.
+kvcheck_kv_layout layout_of(const DecodePlanArgs& a);
+// What plan_bytes / workspace_bytes are asked: paged_decode for a run's decode steps of one layer
+// kind (their shape as a plan's args, num_rows the most rows), paged_prefill for one call.
+kvcheck_size_query size_query(const DecodePlanArgs& shape);
+kvcheck_size_query size_query(const PagedPrefillArgs& call);
+
 // ---- ABI -> kvcheck ---------------------------------------------------------------------------
 
 // Each fills *out from the ABI args and returns "", or returns "op: what: why" at the first

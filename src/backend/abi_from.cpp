@@ -117,6 +117,7 @@ std::string from_abi(const kvcheck_decode_plan_args& in, DecodePlanArgs* out) {
   o.plan = as<int32_t>(r.tensor(in.plan, "plan", kAbiU8, {-1}, {1}));
   o.latent = in.layout == KVCHECK_LAYOUT_MLA_LATENT;
   o.interleaved = in.layout == KVCHECK_LAYOUT_KV_INTERLEAVED;
+  o.max_blocks_per_seq = in.max_blocks_per_seq;
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -309,6 +310,8 @@ std::string from_abi(const kvcheck_paged_prefill_args& in, PagedPrefillArgs* out
   o.scale = in.scale;
   o.max_q_len = in.max_q_len;
   o.max_ctx_len = in.max_ctx_len;
+  o.q_starts_host = in.q_starts_host;
+  o.ctx_lens_host = in.ctx_lens_host;
   if (r.ok()) *out = o;
   return done(r);
 }

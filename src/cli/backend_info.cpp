@@ -34,6 +34,7 @@ nlohmann::json caps_json(const kvcheck_caps& c) {
           {"io_dtype", backend::dtype_name(c.io_dtype)},
           {"head_dims", int_list(c.head_dims, c.num_head_dims)},
           {"block_sizes", int_list(c.block_sizes, c.num_block_sizes)},
+          {"gqa_ratios", int_list(c.gqa_ratios, c.num_gqa_ratios)},
           {"lse_base", c.lse_base == KVCHECK_LSE_BASE2 ? "2" : "e"},
           {"empty_row_lse", c.empty_row_lse > 0 ? "+inf" : "-inf"},
           {"pad_seq_len", c.pad_seq_len},

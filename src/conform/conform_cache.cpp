@@ -195,29 +195,29 @@ void check_paged_decode(const Target& t, OpReport* r) {
         s.input(table);
         s.output(got_io);
         s.output(got_lse);
+        DecodePlanArgs p{.seq_lens_host = lens.data(),
+                         .num_rows = batch,
+                         .block_size = c.block_size,
+                         .cache_dtype = c.dtype,
+                         .max_splits = kMaxSplits,
+                         .num_q_heads = nq,
+                         .num_kv_heads = c.kv_heads(),
+                         .head_dim = hd,
+                         .v_dim = vd,
+                         .latent = c.layout == KVCHECK_LAYOUT_MLA_LATENT,
+                         .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
+                         .max_blocks_per_seq = bt.stride};
+        const kvcheck_size_query query = backend::size_query(p);
         if (t.b.paged_decode_plan && t.b.plan_bytes) {
-          pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, batch, nq, kMaxSplits), 1), 0);
-          const DecodePlanArgs p{.seq_lens_host = lens.data(),
-                                 .num_rows = batch,
-                                 .block_size = c.block_size,
-                                 .cache_dtype = c.dtype,
-                                 .max_splits = kMaxSplits,
-                                 .num_q_heads = nq,
-                                 .num_kv_heads = c.kv_heads(),
-                                 .head_dim = hd,
-                                 .v_dim = vd,
-                                 .latent = c.layout == KVCHECK_LAYOUT_MLA_LATENT,
-                                 .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
-                                 .plan = reinterpret_cast<int32_t*>(pplan.data()),
-                                 .plan_bytes = pplan.size()};
+          pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, &query), 1), 0);
+          p.plan = reinterpret_cast<int32_t*>(pplan.data());
+          p.plan_bytes = pplan.size();
           s.output(pplan);
           why = s.call(t.b, t.b.paged_decode_plan, s.builder().decode_plan(p));
         } else {
           s.input(pplan);
         }
-        if (t.b.workspace_bytes)
-          pwork.assign(t.b.workspace_bytes(t.b.self, KVCHECK_OP_PAGED_DECODE, batch, nq, vd,
-                                           kMaxSplits), 0);
+        if (t.b.workspace_bytes) pwork.assign(t.b.workspace_bytes(t.b.self, &query), 0);
         s.output(pwork);
         backend::DecodeBuffers bufs{pplan.data(), pplan.size(),
                                     pwork.empty() ? nullptr : pwork.data(), pwork.size(),
@@ -304,6 +304,8 @@ void check_paged_prefill(const Target& t, OpReport* r) {
           a.max_q_len = std::max(a.max_q_len, q_starts[s + 1] - q_starts[s]);
           a.max_ctx_len = std::max(a.max_ctx_len, ctx[s]);
         }
+        a.q_starts_host = q_starts.data();
+        a.ctx_lens_host = ctx.data();
         auto want = nan_floats(static_cast<size_t>(rows) * nq * vd);
         auto want_lse_v = nan_floats(static_cast<size_t>(rows) * nq);
         a.out = want.data();
@@ -312,8 +314,8 @@ void check_paged_prefill(const Target& t, OpReport* r) {
 
         auto got = nan_floats(want.size()), got_lse = nan_floats(want_lse_v.size());
         std::vector<uint8_t> work;
-        if (t.b.workspace_bytes)
-          work.assign(t.b.workspace_bytes(t.b.self, KVCHECK_OP_PAGED_PREFILL, rows, nq, vd, 1), 0);
+        const kvcheck_size_query query = backend::size_query(a);
+        if (t.b.workspace_bytes) work.assign(t.b.workspace_bytes(t.b.self, &query), 0);
         const auto q_io = encode(q, io);
         auto got_io = encode(got, io);
         a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below

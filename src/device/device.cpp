@@ -16,13 +16,12 @@ void Device::paged_decode_plan(const DecodePlanArgs& a) {
   upload(a.plan, plan.data(), bytes);
 }
 
-size_t Device::decode_plan_bytes(int32_t max_rows, int32_t, int32_t) const {
-  return kv::decode_plan_bytes(max_rows);
+size_t Device::decode_plan_bytes(const DecodePlanArgs& shape) const {
+  return kv::decode_plan_bytes(shape.num_rows);
 }
 
-size_t Device::decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
-                                      int32_t max_splits) const {
-  return kv::decode_workspace_bytes(max_rows, num_q_heads, v_dim, max_splits);
+size_t Device::decode_workspace_bytes(const DecodePlanArgs& s) const {
+  return kv::decode_workspace_bytes(s.num_rows, s.num_q_heads, s.v_dim, s.max_splits);
 }
 
 }  // namespace kv

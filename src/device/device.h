@@ -56,12 +56,14 @@ class Device {
   // ---- the decode plan step (on the host, never captured; before the step or its replay) ----
   // The built-in planner: plan_decode_splits_for (kernels/decode_splits.h) uploaded into a.plan.
   virtual void paged_decode_plan(const DecodePlanArgs& a);
-  // Bytes of the plan buffer for steps of up to max_rows decode rows.
-  virtual size_t decode_plan_bytes(int32_t max_rows, int32_t num_q_heads, int32_t max_splits) const;
+  // The sizes below take the shape of the run's decode steps of one layer kind as a plan's args:
+  // num_rows the most rows of a step, max_blocks_per_seq the block table's row length; no
+  // seq_lens_host, no plan.
+  // Bytes of the plan buffer for such steps.
+  virtual size_t decode_plan_bytes(const DecodePlanArgs& shape) const;
   // Bytes of paged_decode's scratch for such steps: the built-in decode's partial outputs
   // [rows][max_splits][heads][v_dim] floats, then their lse [rows][max_splits][heads].
-  virtual size_t decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
-                                        int32_t max_splits) const;
+  virtual size_t decode_workspace_bytes(const DecodePlanArgs& shape) const;
 
   // ---- ops (recorded instead of run while capturing) ----
   virtual void write_kv(const WriteKvArgs& a) = 0;

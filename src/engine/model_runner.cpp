@@ -129,9 +129,18 @@ void ModelRunner::allocate_buffers() {
     L.attn_out = buffer_of<float>(dev_, R * q_dim_);
   }
   inputs_ = GraphInputs(dev_, max_rows_, limits_.block_table_stride);
-  plan_bytes_ = dev_.decode_plan_bytes(max_rows_, m.num_q_heads, limits_.max_decode_splits);
-  if (has_layer(m, LayerKind::attention)) attention_plan_ = DeviceBuffer(dev_, plan_bytes_);
-  if (has_layer(m, LayerKind::mla)) mla_plan_ = DeviceBuffer(dev_, plan_bytes_);
+  // One plan buffer per paged layer kind, each of the largest size a kind asks for; one decode
+  // scratch of the largest size (the built-in decode's with the widest head output at least).
+  const bool attention = has_layer(m, LayerKind::attention), mla = has_layer(m, LayerKind::mla);
+  plan_bytes_ = 0;
+  size_t workspace_bytes = dev_.decode_workspace_bytes(decode_shape(false, head_out_max_));
+  for (bool latent : {false, true}) {
+    if (!(latent ? mla : attention)) continue;
+    plan_bytes_ = std::max(plan_bytes_, dev_.decode_plan_bytes(decode_shape(latent)));
+    workspace_bytes = std::max(workspace_bytes, dev_.decode_workspace_bytes(decode_shape(latent)));
+  }
+  if (attention) attention_plan_ = DeviceBuffer(dev_, plan_bytes_);
+  if (mla) mla_plan_ = DeviceBuffer(dev_, plan_bytes_);
   h_ = buffer_of<float>(dev_, R * hidden_);
   x_ = buffer_of<float>(dev_, R * hidden_);
   q_ = buffer_of<float>(dev_, R * q_width_max_);
@@ -145,9 +154,7 @@ void ModelRunner::allocate_buffers() {
   new_lse_ = buffer_of<float>(dev_, R * H);
   // The decode's scratch: the built-in decode's partial outputs, then their lse (or whatever a
   // backend asks for, if more).
-  decode_workspace_ = DeviceBuffer(
-      dev_, dev_.decode_workspace_bytes(max_rows_, m.num_q_heads, head_out_max_,
-                                        limits_.max_decode_splits));
+  decode_workspace_ = DeviceBuffer(dev_, workspace_bytes);
   partial_lse_offset_ = R * splits * H * head_out_max_;
   logits_ = buffer_of<float>(dev_, R * m.vocab_size);
   sampled_ = buffer_of<int32_t>(dev_, R);
@@ -178,7 +185,6 @@ void ModelRunner::ensure_context_capacity(int32_t tokens) {
 // `keep` owns the fresh buffer for as long as its reader runs: the step, or the graph.
 ModelRunner::DecodePlans ModelRunner::plan_decode(const StepPlan& p,
                                                   std::vector<DeviceBuffer>& keep) {
-  const ModelSpec& m = s_.model;
   const bool fresh =
       s_.regressions.has(Regression::graph_metadata_not_persistent) && limits_.fp8_decode;
   // One kind's plan: into its persistent buffer, or (the bug) into a fresh one.
@@ -189,25 +195,33 @@ ModelRunner::DecodePlans ModelRunner::plan_decode(const StepPlan& p,
       plan = keep.back().as<int32_t>();
     }
     if (p.decode_seq_lens.empty()) return plan;  // no decode rows: nothing reads a plan
-    dev_.paged_decode_plan({.seq_lens_host = p.decode_seq_lens.data(),
-                            .num_rows = static_cast<int32_t>(p.decode_seq_lens.size()),
-                            .block_size = limits_.block_size,
-                            .cache_dtype = s_.cache.dtype,
-                            .max_splits = limits_.max_decode_splits,
-                            .num_q_heads = m.num_q_heads,
-                            .num_kv_heads = mla ? 1 : m.num_kv_heads,
-                            .head_dim = mla ? latent_dim_ : m.head_dim,
-                            .v_dim = mla ? m.kv_lora_rank : m.head_dim,
-                            .latent = mla,
-                            .interleaved = !mla && s_.cache.layout == KvLayout::interleaved,
-                            .plan = plan,
-                            .plan_bytes = plan_bytes_});
+    DecodePlanArgs a = decode_shape(mla);
+    a.seq_lens_host = p.decode_seq_lens.data();
+    a.num_rows = static_cast<int32_t>(p.decode_seq_lens.size());
+    a.plan = plan;
+    a.plan_bytes = plan_bytes_;
+    dev_.paged_decode_plan(a);
     return plan;
   };
   DecodePlans plans;
   if (attention_plan_.as()) plans.attention = plan_one(attention_plan_, false);
   if (mla_plan_.as()) plans.mla = plan_one(mla_plan_, true);
   return plans;
+}
+
+DecodePlanArgs ModelRunner::decode_shape(bool mla, int32_t v_dim) const {
+  const ModelSpec& m = s_.model;
+  return {.num_rows = max_rows_,
+          .block_size = limits_.block_size,
+          .cache_dtype = s_.cache.dtype,
+          .max_splits = limits_.max_decode_splits,
+          .num_q_heads = m.num_q_heads,
+          .num_kv_heads = mla ? 1 : m.num_kv_heads,
+          .head_dim = mla ? latent_dim_ : m.head_dim,
+          .v_dim = v_dim > 0 ? v_dim : mla ? m.kv_lora_rank : m.head_dim,
+          .latent = mla,
+          .interleaved = !mla && s_.cache.layout == KvLayout::interleaved,
+          .max_blocks_per_seq = limits_.block_table_stride};
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {
@@ -449,6 +463,8 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     a.scale = m.scale;
     a.max_q_len = p.max_prefill_len(p.num_prefill_seqs);
     a.max_ctx_len = p.max_context_len();
+    a.q_starts_host = p.prefill_q_starts.data();
+    a.ctx_lens_host = p.prefill_ctx_lens.data();
     dev_.paged_prefill(a);
     return;
   }

@@ -86,6 +86,9 @@ class ModelRunner {
   // Runs the decode plan step once per paged layer kind of the model; returns where this step's
   // decodes read their plans (the seed-003 switch, in one place).
   DecodePlans plan_decode(const StepPlan& p, std::vector<DeviceBuffer>& keep);
+  // The run's decode steps of one paged layer kind as a plan's args (num_rows: the most rows;
+  // v_dim > 0 replaces the kind's), for sizing and, with the step's lens, for planning.
+  DecodePlanArgs decode_shape(bool mla, int32_t v_dim = 0) const;
   void poison_outputs(const StepPlan& p);
   void zero_init_outputs(int32_t rows);
   void ensure_context_capacity(int32_t tokens);

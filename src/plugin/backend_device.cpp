@@ -183,24 +183,25 @@ void BackendDevice::paged_decode_plan(const DecodePlanArgs& a) {
   sync_after("paged_decode_plan");
 }
 
-size_t BackendDevice::decode_plan_bytes(int32_t max_rows, int32_t num_q_heads,
-                                        int32_t max_splits) const {
-  size_t bytes = builtin_->decode_plan_bytes(max_rows, num_q_heads, max_splits);
+// The engine asks once per paged layer kind and allocates the largest answer for each kind: the
+// bytes handed to the backend are that largest.
+size_t BackendDevice::decode_plan_bytes(const DecodePlanArgs& shape) const {
+  size_t bytes = builtin_->decode_plan_bytes(shape);
   const kvcheck_backend& t = backend_->table();
+  const kvcheck_size_query q = backend::size_query(shape);
   if (placement_[KVCHECK_OP_PAGED_DECODE] && t.paged_decode_plan)
-    bytes = std::max(bytes, t.plan_bytes(t.self, max_rows, num_q_heads, max_splits));
-  plan_bytes_ = bytes;
+    bytes = std::max(bytes, t.plan_bytes(t.self, &q));
+  plan_bytes_ = std::max(plan_bytes_, bytes);
   return bytes;
 }
 
-size_t BackendDevice::decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
-                                             int32_t max_splits) const {
-  size_t bytes = builtin_->decode_workspace_bytes(max_rows, num_q_heads, v_dim, max_splits);
+size_t BackendDevice::decode_workspace_bytes(const DecodePlanArgs& shape) const {
+  size_t bytes = builtin_->decode_workspace_bytes(shape);
   const kvcheck_backend& t = backend_->table();
+  const kvcheck_size_query q = backend::size_query(shape);
   if (placement_[KVCHECK_OP_PAGED_DECODE] && t.workspace_bytes)
-    bytes = std::max(bytes, t.workspace_bytes(t.self, KVCHECK_OP_PAGED_DECODE, max_rows,
-                                              num_q_heads, v_dim, max_splits));
-  workspace_bytes_ = bytes;
+    bytes = std::max(bytes, t.workspace_bytes(t.self, &q));
+  workspace_bytes_ = std::max(workspace_bytes_, bytes);
   return bytes;
 }
 
@@ -258,8 +259,8 @@ void BackendDevice::paged_prefill(const PagedPrefillArgs& in) {
     a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.cache.head_dim);
     a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
   }
-  a.workspace_bytes =
-      t.workspace_bytes ? t.workspace_bytes(t.self, op, rows, in.num_q_heads, vd, 1) : 0;
+  const kvcheck_size_query query = backend::size_query(in);
+  a.workspace_bytes = t.workspace_bytes ? t.workspace_bytes(t.self, &query) : 0;
   a.workspace = a.workspace_bytes > 0 ? scratch(op, 2, a.workspace_bytes) : nullptr;
   const int32_t io_dtype = backend::to_abi(io_dtype_);
   route(op, [&] { builtin_->paged_prefill(in); },

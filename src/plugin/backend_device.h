@@ -90,10 +90,8 @@ class BackendDevice : public Device {
   }
 
   void paged_decode_plan(const DecodePlanArgs& a) override;
-  size_t decode_plan_bytes(int32_t max_rows, int32_t num_q_heads,
-                           int32_t max_splits) const override;
-  size_t decode_workspace_bytes(int32_t max_rows, int32_t num_q_heads, int32_t v_dim,
-                                int32_t max_splits) const override;
+  size_t decode_plan_bytes(const DecodePlanArgs& shape) const override;
+  size_t decode_workspace_bytes(const DecodePlanArgs& shape) const override;
 
   void write_kv(const WriteKvArgs& a) override;
   void paged_decode(const PagedDecodeArgs& a) override;

@@ -17,6 +17,7 @@ struct CacheUse {
   const char* layer;  // "attention" or "mla"
   kvcheck_kv_layout layout;
   int32_t head_dim;
+  int32_t gqa_ratio;  // 0 for mla
 };
 
 std::vector<CacheUse> cache_uses(const Scenario& s) {
@@ -25,9 +26,10 @@ std::vector<CacheUse> cache_uses(const Scenario& s) {
     uses.push_back({"attention",
                     s.cache.layout == KvLayout::interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
                                                             : KVCHECK_LAYOUT_KV_SEPARATE,
-                    s.model.head_dim});
+                    s.model.head_dim, s.model.num_q_heads / std::max(s.model.num_kv_heads, 1)});
   if (has_layer(s.model, LayerKind::mla))
-    uses.push_back({"mla", KVCHECK_LAYOUT_MLA_LATENT, s.model.kv_lora_rank + s.model.qk_rope_dim});
+    uses.push_back({"mla", KVCHECK_LAYOUT_MLA_LATENT, s.model.kv_lora_rank + s.model.qk_rope_dim,
+                    0});
   return uses;
 }
 
@@ -40,7 +42,12 @@ std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, con
     for (const CacheUse& u : cache_uses(s)) {
       const std::string why = backend::caps_refusal(
           c, {.dtype = s.cache.dtype, .layout = u.layout, .head_dim = u.head_dim,
-              .block_size = s.cache.block_size, .paged = cache_op});
+              .block_size = s.cache.block_size,
+              .gqa_ratio = op == KVCHECK_OP_PAGED_DECODE || op == KVCHECK_OP_PAGED_PREFILL ||
+                                   op == KVCHECK_OP_VARLEN_ATTENTION
+                               ? u.gqa_ratio
+                               : 0,
+              .paged = cache_op});
       if (!why.empty()) return why + " (" + u.layer + " layers)";
     }
   return std::nullopt;

@@ -172,7 +172,8 @@ TEST(AbiRoundTrip, DecodePlan) {
     const DecodePlanArgs a{.seq_lens_host = at<int32_t>(100), .num_rows = 7, .block_size = 3,
                            .cache_dtype = DType::fp8_e4m3, .max_splits = 4, .num_q_heads = 6,
                            .num_kv_heads = 2, .head_dim = 11, .v_dim = 8, .latent = kind == 1,
-                           .interleaved = kind == 2, .plan = at<int32_t>(900), .plan_bytes = 44};
+                           .interleaved = kind == 2, .plan = at<int32_t>(900), .plan_bytes = 44,
+                           .max_blocks_per_seq = 13};
     const kvcheck_decode_plan_args abi = build.decode_plan(a);
     EXPECT_EQ(abi.layout, kind == 1   ? KVCHECK_LAYOUT_MLA_LATENT
                           : kind == 2 ? KVCHECK_LAYOUT_KV_INTERLEAVED
@@ -181,7 +182,43 @@ TEST(AbiRoundTrip, DecodePlan) {
     ASSERT_EQ(from_abi(abi, &b), "");
     SAME(seq_lens_host); SAME(num_rows); SAME(block_size); SAME(cache_dtype); SAME(max_splits);
     SAME(num_q_heads); SAME(num_kv_heads); SAME(head_dim); SAME(v_dim); SAME(latent);
-    SAME(interleaved); SAME(plan); SAME(plan_bytes);
+    SAME(interleaved); SAME(plan); SAME(plan_bytes); SAME(max_blocks_per_seq);
+    // What the plan buffer is sized for: the same shape, the block table's row length with it.
+    const kvcheck_size_query q = size_query(a);
+    EXPECT_EQ(q.op, KVCHECK_OP_PAGED_DECODE);
+    EXPECT_EQ(q.max_rows, 7);
+    EXPECT_EQ(q.max_blocks_per_seq, 13);
+    EXPECT_EQ(q.layout, abi.layout);
+    EXPECT_EQ(q.cache_dtype, KVCHECK_FP8_E4M3);
+    EXPECT_EQ(q.v_dim, 8);
+  }
+}
+
+TEST(AbiRoundTrip, PagedPrefillWithItsHostMirrors) {
+  AbiBuilder build(kCpu);
+  for (const PagedKv& c : caches()) {
+    const PagedPrefillArgs a{.cache = c, .q = at(4096), .q_row_stride = 6 * 11 + 1,
+                             .out = at(70000), .out_row_stride = 6 * 8 + 3, .lse = at(90000),
+                             .q_starts = at<int32_t>(100000), .ctx_lens = at<int32_t>(100100),
+                             .block_table = at<int32_t>(100200), .block_table_stride = 5,
+                             .workspace = at(200000), .workspace_bytes = 4000, .num_seqs = 3,
+                             .num_rows = 10, .num_q_heads = 6, .v_dim = 8, .scale = 0.3f,
+                             .max_q_len = 6, .max_ctx_len = 9,
+                             .q_starts_host = at<int32_t>(300000),
+                             .ctx_lens_host = at<int32_t>(300100)};
+    const kvcheck_paged_prefill_args abi = build.paged_prefill(a);
+    PagedPrefillArgs b;
+    ASSERT_EQ(from_abi(abi, &b), "");
+    expect_same(a.cache, b.cache);
+    SAME(q); SAME(q_row_stride); SAME(out); SAME(out_row_stride); SAME(lse); SAME(q_starts);
+    SAME(ctx_lens); SAME(block_table); SAME(block_table_stride); SAME(workspace);
+    SAME(workspace_bytes); SAME(num_seqs); SAME(num_rows); SAME(num_q_heads); SAME(v_dim);
+    SAME(scale); SAME(max_q_len); SAME(max_ctx_len); SAME(q_starts_host); SAME(ctx_lens_host);
+    const kvcheck_size_query q = size_query(a);
+    EXPECT_EQ(q.op, KVCHECK_OP_PAGED_PREFILL);
+    EXPECT_EQ(q.max_rows, 10);
+    EXPECT_EQ(q.max_seqs, 3);
+    EXPECT_EQ(q.max_blocks_per_seq, 5);
   }
 }
 

@@ -191,6 +191,19 @@ TEST(AbiCaps, RefusalNamesTheCapability) {
   EXPECT_EQ(caps_refusal(caps, c), "head_dim 96 is not among the backend's: 64 128");
   c = ok;
   EXPECT_EQ(caps_refusal(caps, c), "block_size 7 is not among the backend's: 16");
+  // GQA ratios: asked of attention layers only (an MLA layer's is 0: not asked).
+  const int32_t ratios[] = {1, 2, 4, 8};
+  caps.gqa_ratios = ratios;
+  caps.num_gqa_ratios = 4;
+  c = ok;
+  c.block_size = 16;
+  c.gqa_ratio = 4;
+  EXPECT_EQ(caps_refusal(caps, c), "");
+  c.gqa_ratio = 7;
+  EXPECT_EQ(caps_refusal(caps, c),
+            "GQA ratio 7 (query heads per KV head) is not among the backend's: 1 2 4 8");
+  c.gqa_ratio = 0;
+  EXPECT_EQ(caps_refusal(caps, c), "");
   caps.struct_size = 12;
   EXPECT_TRUE(has(caps_refusal(caps, ok), "caps struct_size 12"));
 }

@@ -85,7 +85,16 @@ struct DecodeStep {
                           .block_size = c.cache.block_size, .cache_dtype = c.cache.dtype,
                           .max_splits = c.max_splits, .num_q_heads = c.q_heads,
                           .num_kv_heads = c.cache.kv_heads, .head_dim = c.cache.head_dim,
-                          .v_dim = vd, .plan = plan.data(), .plan_bytes = bytes};
+                          .v_dim = vd, .plan = plan.data(), .plan_bytes = bytes,
+                          .max_blocks_per_seq = stride};
+  }
+
+  // What the plan buffer and the workspace are sized for: `rows` decode rows of this shape.
+  kvcheck_size_query query(int32_t rows) const {
+    std::vector<int32_t> none;
+    DecodePlanArgs shape = plan_args(none, 0);
+    shape.num_rows = rows;
+    return backend::size_query(shape);
   }
 };
 
@@ -99,7 +108,8 @@ TEST_P(PluginDecode, PlanThenDecodeIsBitIdenticalToTheHostOp) {
   DecodeStep s(GetParam());
   const DecodeCase& c = GetParam();
   // The plan step, into a buffer sized as the plugin asks, for this step's rows.
-  const size_t plan_bytes = plugin.plan_bytes(plugin.self, c.rows, c.q_heads, c.max_splits);
+  const kvcheck_size_query q = s.query(c.rows);
+  const size_t plan_bytes = plugin.plan_bytes(plugin.self, &q);
   std::vector<int32_t> plan(plan_bytes / sizeof(int32_t) + 2, -7);
   ASSERT_EQ(call(plugin.paged_decode_plan, build.decode_plan(s.plan_args(plan, plan_bytes))), "");
   const std::vector<int32_t> meta = s.builtin_plan();
@@ -107,8 +117,8 @@ TEST_P(PluginDecode, PlanThenDecodeIsBitIdenticalToTheHostOp) {
   EXPECT_EQ(plan[meta.size()], -7) << "the plan step wrote past its plan";
 
   // The plugin's decode, with a workspace sized for more rows than the step has (graph capture).
-  const size_t ws_bytes = plugin.workspace_bytes(plugin.self, KVCHECK_OP_PAGED_DECODE, c.rows + 2,
-                                                 c.q_heads, s.vd, c.max_splits);
+  const kvcheck_size_query wq = s.query(c.rows + 2);
+  const size_t ws_bytes = plugin.workspace_bytes(plugin.self, &wq);
   std::vector<float> ws = poisoned(ws_bytes / sizeof(float));
   std::vector<float> out = poisoned(static_cast<size_t>(c.rows) * s.out_stride);
   std::vector<float> lse = poisoned(static_cast<size_t>(c.rows) * c.q_heads);
@@ -160,7 +170,8 @@ TEST_P(PluginDecode, RefusesAShortPlanAMissingPlanAndAShortWorkspace) {
   DecodeStep s(GetParam());
   const DecodeCase& c = GetParam();
   std::vector<int32_t> plan(c.rows + 1);
-  const size_t short_bytes = plugin.plan_bytes(plugin.self, c.rows - 1, c.q_heads, c.max_splits);
+  const kvcheck_size_query q = s.query(c.rows - 1);
+  const size_t short_bytes = plugin.plan_bytes(plugin.self, &q);
   EXPECT_NE(call(plugin.paged_decode_plan, build.decode_plan(s.plan_args(plan, short_bytes)))
                 .find("plan: " + std::to_string(short_bytes) + " bytes, the plan of"),
             std::string::npos);

@@ -82,13 +82,20 @@ TEST(HostPlugin, ImplementsEveryOpButTheFusedPrefill) {
 
 TEST(HostPlugin, AsksForKvchecksPlanAndDecodeWorkspace) {
   const kvcheck_backend& b = host_plugin();
-  EXPECT_EQ(b.plan_bytes(b.self, 7, 4, 3), decode_plan_bytes(7));
+  kvcheck_size_query q{};
+  q.struct_size = sizeof(q);
+  q.op = KVCHECK_OP_PAGED_DECODE;
+  q.max_rows = q.max_seqs = 7;
+  q.num_q_heads = 4;
+  q.v_dim = 5;
+  q.max_splits = 3;
+  EXPECT_EQ(b.plan_bytes(b.self, &q), decode_plan_bytes(7));
   // partial_out [7][3][4][5] + partial_lse [7][3][4] floats.
-  EXPECT_EQ(b.workspace_bytes(b.self, KVCHECK_OP_PAGED_DECODE, 7, 4, 5, 3),
-            (7u * 3 * 4 * 5 + 7u * 3 * 4) * sizeof(float));
+  EXPECT_EQ(b.workspace_bytes(b.self, &q), (7u * 3 * 4 * 5 + 7u * 3 * 4) * sizeof(float));
   for (int op = 0; op < KVCHECK_NUM_OPS; ++op) {
+    q.op = op;
     if (op != KVCHECK_OP_PAGED_DECODE) {
-      EXPECT_EQ(b.workspace_bytes(b.self, op, 7, 4, 5, 3), 0u) << op;
+      EXPECT_EQ(b.workspace_bytes(b.self, &q), 0u) << op;
     }
   }
 }
