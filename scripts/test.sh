@@ -7,6 +7,16 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 "$repo/scripts/setup.sh"
-"$repo/scripts/build.sh" "$repo/build"
+# With nvcc, the CUDA device and the FlashInfer plugin are built, asked for explicitly (so a
+# toolkit or FlashInfer change that breaks their build fails here); their tests need a GPU (label
+# gpu) and skip without one. Without nvcc: host only, said out loud.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  "$repo/scripts/fetch-flashinfer.sh" "$repo/build/flashinfer"
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_CUDA=ON -DKVCHECK_FLASHINFER=ON \
+    -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
+else
+  echo "test.sh: no nvcc: building host-only (no CUDA device, no FlashInfer plugin)" >&2
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_CUDA=OFF
+fi
 cd "$repo/build"
 ctest --output-on-failure -j2

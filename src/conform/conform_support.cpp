@@ -31,14 +31,15 @@ const char* layout_name(kvcheck_kv_layout l) {
                                               : "mla_latent";
 }
 
-// Values of `wanted` the caps' list accepts (a NULL list accepts all); the list's first two when
-// none of `wanted` is in it.
+// Values of `wanted` the caps' list accepts (a NULL list accepts all), and the list's own first
+// two (what the backend says it takes is tested even where kvcheck's picks miss it).
 std::vector<int32_t> pick(const int32_t* caps, int32_t n, std::vector<int32_t> wanted) {
   if (caps == nullptr || n <= 0) return wanted;
   std::vector<int32_t> out;
   for (int32_t w : wanted)
     if (std::find(caps, caps + n, w) != caps + n) out.push_back(w);
-  if (out.empty()) out.assign(caps, caps + std::min(n, 2));
+  for (int32_t i = 0; i < std::min(n, 2); ++i)
+    if (std::find(out.begin(), out.end(), caps[i]) == out.end()) out.push_back(caps[i]);
   return out;
 }
 

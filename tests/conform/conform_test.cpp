@@ -127,11 +127,16 @@ TEST(Conform, TheGridFollowsTheCaps) {
   caps.num_head_dims = 1;
   std::string note;
   const auto grid = cache_grid(caps, &note);
-  ASSERT_EQ(grid.size(), 1u);  // bf16 (f16 is not in the grid), interleaved, 16, 128
-  EXPECT_EQ(grid[0].dtype, DType::bf16);
-  EXPECT_EQ(grid[0].layout, KVCHECK_LAYOUT_KV_INTERLEAVED);
+  // bf16 (f16 is not in the grid), interleaved, head_dim 128; block size 16 (kvcheck's pick the
+  // caps take) and 32 (the caps' own, tested too).
+  ASSERT_EQ(grid.size(), 2u);
+  for (const CacheCase& c : grid) {
+    EXPECT_EQ(c.dtype, DType::bf16);
+    EXPECT_EQ(c.layout, KVCHECK_LAYOUT_KV_INTERLEAVED);
+    EXPECT_EQ(c.head_dim, 128);
+  }
   EXPECT_EQ(grid[0].block_size, 16);
-  EXPECT_EQ(grid[0].head_dim, 128);
+  EXPECT_EQ(grid[1].block_size, 32);
   caps.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_F32);
   caps.block_sizes = nullptr;
   caps.head_dims = nullptr;

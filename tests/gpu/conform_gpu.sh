@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # conform_gpu.sh — `kvcheck conform --device cuda` on a GPU (ctest gpu-conform-*); exit 77 (skip)
 # without one.
-#   clean PROBE KVCHECK PLUGIN OUT.json   every op the plugin implements (at least 8) is covered
-#                                         by cases and conforms: exit 0
+#   clean PROBE KVCHECK PLUGIN OUT.json [MIN_OPS]
+#                                         every op the plugin implements (at least MIN_OPS,
+#                                         default 8) is covered by cases and conforms: exit 0
 #   fault PROBE KVCHECK PLUGIN            a plugin whose kernel faults: exit 1, "device error"
 set -uo pipefail
 mode=$1 probe=$2 kvcheck=$3 plugin=$4
 "$probe" >/dev/null 2>&1 || exit 77
 case "$mode" in
   clean)
-    out=$5
+    out=$5 min_ops=${6:-8}
     "$kvcheck" conform --device cuda --backend "$plugin" --json >"$out" || exit 1
-    python3 - "$out" <<'PY'
+    python3 - "$out" "$min_ops" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+min_ops = int(sys.argv[2])
 bad = [o["op"] for o in r["ops"] if not (o["covered"] and o["cases"] > 0 and o["ok"])]
 for o in r["ops"]:
     print(f'{o["op"]:18} {o["passed"]}/{o["cases"]} worst {o["worst_error"]}')
-sys.exit(1 if bad or len(r["ops"]) < 8 else 0)
+sys.exit(1 if bad or len(r["ops"]) < min_ops else 0)
 PY
     ;;
   fault)

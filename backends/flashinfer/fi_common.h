@@ -1,0 +1,95 @@
+// fi_common.h — what the files of the FlashInfer plugin share: the plugin's state (the GPU kvcheck
+// named, its SM count, a pinned staging buffer for the plans' host-to-device copies), the op
+// wrapper that turns exceptions and CUDA errors into KVCHECK_ERROR with a message, and readers of
+// the ABI's tensors. The plugin is written against include/kvcheck/backend.h alone, as a backend
+// author's adapter would be: no kvcheck internals.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "kvcheck/backend.h"
+
+namespace kvfi {
+
+// A failure the op reports as its error message.
+struct OpError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw OpError(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                  ")");
+}
+
+struct State {
+  int device = 0;
+  int num_sms = 0;  // of `device`, read at the first op
+  // Pinned host memory the plans stage their device copies in, and the event after the last copy
+  // out of it: a plan waits for it before writing the buffer again.
+  void* pinned = nullptr;
+  size_t pinned_bytes = 0;
+  cudaEvent_t pinned_free = nullptr;
+  std::mutex mu;
+};
+State& state();
+
+// Makes kvcheck's GPU current on this thread (kvcheck and this plugin each link their own static
+// CUDA runtime over one driver context: see backends/builtin/cuda_backend.cu) and reads its SM
+// count once.
+void use_device();
+
+// Pinned staging of at least `bytes`, after the previous plan's copies out of it have run.
+void* staging(size_t bytes);
+// Marks the copies just queued on `stream` as the last readers of the staging buffer.
+void staging_used(cudaStream_t stream);
+
+// Runs one op: its body throws OpError (or anything) to fail; then the launch check.
+template <class F>
+int32_t run_op(const char* op, char* err, size_t err_size, F&& body) {
+  try {
+    use_device();
+    body();
+    check_cuda(cudaGetLastError(), "kernel launch");
+    return KVCHECK_OK;
+  } catch (const std::exception& e) {
+    if (err && err_size) snprintf(err, err_size, "%s: %s", op, e.what());
+    return KVCHECK_ERROR;
+  }
+}
+
+// ---- the ABI's tensors ----
+
+inline void* data(const kvcheck_tensor& t) {
+  return t.dl.data ? static_cast<char*>(t.dl.data) + t.dl.byte_offset : nullptr;
+}
+template <class T>
+T* data_as(const kvcheck_tensor& t) {
+  return static_cast<T*>(data(t));
+}
+inline int64_t stride(const kvcheck_tensor& t, int dim) {
+  return t.dl.strides && dim < t.dl.ndim ? t.dl.strides[dim] : 0;
+}
+inline int64_t extent(const kvcheck_tensor& t, int dim) {
+  return t.dl.shape && dim < t.dl.ndim ? t.dl.shape[dim] : 0;
+}
+
+// The supported shapes: FlashInfer's FA2 kernels as compiled into this plugin.
+inline constexpr int32_t kHeadDims[] = {64, 128};
+inline constexpr int32_t kGqaRatios[] = {1, 2, 3, 4, 6, 8, 16};  // its decode's group sizes
+
+// ---- ops (fi_decode.cu) ----
+
+size_t decode_plan_bytes(const kvcheck_size_query& q);
+size_t decode_workspace_bytes(const kvcheck_size_query& q);
+void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream);
+void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream);
+
+}  // namespace kvfi

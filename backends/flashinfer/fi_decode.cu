@@ -1,0 +1,257 @@
+// fi_decode.cu — GQA paged decode through FlashInfer's FA2 batch decode: DecodePlan on the host
+// (kvcheck's paged_decode_plan), BatchDecodeWithPagedKVCacheDispatched on the stream (its
+// paged_decode), bf16 q / out / cache, head dims 64 and 128, the group sizes FlashInfer compiles.
+//
+// FlashInfer reads page lists in CSR form (indptr, indices, last_page_len); kvcheck hands a block
+// table [rows][max_blocks_per_seq] and seq_lens. They live in kvcheck's persistent plan buffer,
+// laid out for a step of R rows and a block table of S entries per row:
+//   [0, int_ws)          FlashInfer's int workspace (its schedule: request / tile indices ...)
+//   indptr [R + 1]       pages before each row (the plan, from the host seq_lens)
+//   last_page_len [R]    tokens in each row's last page (the plan)
+//   indices [R * S]      each row's pages, packed (the decode, from the device block table)
+// The plan copies its part through pinned staging on the stream; the decode's first kernel packs
+// the block table, then FlashInfer's kernels run, all on the stream, so a CUDA graph captured over
+// the decode replays correctly after each new plan. FlashInfer plans with enable_cuda_graph: its
+// grid then depends only on the row count, the per-step schedule lives in the int workspace. Its
+// split-KV partials go into kvcheck's decode workspace (float: [heads][padded rows][head_dim + 1]).
+// A row of seq_len 0 (a graph-padded row) has no pages: FlashInfer writes o = 0, lse = -inf.
+#include "backends/flashinfer/fi_fastdiv.cuh"  // first: see there
+
+#include <flashinfer/attention/decode.cuh>
+#include <flashinfer/attention/default_decode_params.cuh>
+#include <flashinfer/attention/scheduler.cuh>
+#include <flashinfer/attention/variants.cuh>
+#include <flashinfer/page.cuh>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/flashinfer/fi_common.h"
+
+namespace kvfi {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using Variant = flashinfer::DefaultAttention<false, false, false, false>;
+using Params = flashinfer::BatchDecodeParams<bf16, bf16, bf16, int32_t>;
+constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
+constexpr size_t kAlign = 256;
+
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// FlashInfer's padded batch is at most max_grid / kv_heads, max_grid = blocks per SM (at most 32
+// on sm_90) x SMs: the int workspace and the split partials are sized for that.
+size_t padded_rows_bound(int32_t kv_heads) {
+  const int64_t sms = std::max(state().num_sms, 1);
+  return static_cast<size_t>((32 * sms + kv_heads - 1) / std::max(kv_heads, 1));
+}
+size_t int_ws_bytes() { return align_up(16 * 32 * static_cast<size_t>(std::max(state().num_sms, 1)) + 4096); }
+
+struct Regions {
+  size_t indptr, last_page_len, indices, end;
+};
+Regions regions(int32_t rows, int32_t blocks_per_row) {
+  Regions r;
+  r.indptr = int_ws_bytes();
+  r.last_page_len = r.indptr + align_up(4 * (static_cast<size_t>(rows) + 1));
+  r.indices = r.last_page_len + align_up(4 * static_cast<size_t>(rows));
+  r.end = r.indices + 4 * static_cast<size_t>(rows) * std::max(blocks_per_row, 1);
+  return r;
+}
+
+// What a plan left for its decode, by plan buffer (one per paged layer kind).
+struct Planned {
+  flashinfer::DecodePlanInfo info;
+  int32_t rows = 0, block_size = 0, blocks_per_row = 0;
+};
+std::map<const void*, Planned>& planned() {
+  static std::map<const void*, Planned> m;
+  return m;
+}
+
+// The GQA group size as the template argument FlashInfer's work estimation takes.
+template <uint32_t HD>
+cudaError_t plan_for(int32_t group, void* fake_float_base, size_t float_bytes, void* int_buffer,
+                     void* pinned, size_t int_bytes, flashinfer::DecodePlanInfo& info,
+                     int32_t* indptr_h, uint32_t rows, uint32_t q_heads, uint32_t block_size,
+                     cudaStream_t s) {
+#define KVFI_GROUP(G)                                                                         \
+  case G:                                                                                     \
+    return flashinfer::DecodePlan<HD, kNoRope, Variant, Params>(                              \
+        fake_float_base, float_bytes, int_buffer, pinned, int_bytes, info, indptr_h, rows,    \
+        q_heads, block_size, true, s,                                                          \
+        flashinfer::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<G, HD, kNoRope,        \
+                                                                         Variant, Params>);
+  switch (group) {
+    KVFI_GROUP(1) KVFI_GROUP(2) KVFI_GROUP(3) KVFI_GROUP(4) KVFI_GROUP(6) KVFI_GROUP(8)
+    KVFI_GROUP(16)
+    default: throw OpError("GQA ratio " + std::to_string(group) + " is not one FlashInfer's "
+                           "decode compiles (1, 2, 3, 4, 6, 8, 16)");
+  }
+#undef KVFI_GROUP
+}
+
+__global__ void pack_pages(const int32_t* table, int64_t stride, const int32_t* indptr,
+                           int32_t* indices, int32_t rows) {
+  const int32_t r = blockIdx.x;
+  if (r >= rows) return;
+  const int32_t begin = indptr[r], n = indptr[r + 1] - begin;
+  for (int32_t j = threadIdx.x; j < n; j += blockDim.x) indices[begin + j] = table[r * stride + j];
+}
+
+void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype, int32_t layout) {
+  if (head_dim != 64 && head_dim != 128)
+    throw OpError("head_dim " + std::to_string(head_dim) + ": this plugin compiles 64 and 128");
+  if (v_dim != head_dim) throw OpError("v_dim must equal head_dim");
+  if (cache_dtype != KVCHECK_BF16) throw OpError("cache dtype must be bf16");
+  if (layout == KVCHECK_LAYOUT_MLA_LATENT) throw OpError("the MLA cache is not decoded here");
+}
+
+}  // namespace
+
+size_t decode_plan_bytes(const kvcheck_size_query& q) {
+  use_device();
+  return regions(std::max(q.max_rows, 0), q.max_blocks_per_seq).end;
+}
+
+size_t decode_workspace_bytes(const kvcheck_size_query& q) {
+  use_device();
+  const size_t padded = padded_rows_bound(std::max(q.num_kv_heads, 1));
+  const size_t heads = static_cast<size_t>(std::max(q.num_q_heads, 0));
+  const size_t dim = static_cast<size_t>(std::max(q.v_dim, 0));
+  return align_up(heads * padded * dim * sizeof(float)) + align_up(heads * padded * sizeof(float));
+}
+
+void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
+  check_shape(a.head_dim, a.v_dim, a.cache_dtype, a.layout);
+  if (a.num_kv_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0)
+    throw OpError("num_q_heads must be a multiple of num_kv_heads");
+  const int32_t rows = a.num_rows, bs = a.block_size;
+  if (rows < 0 || bs <= 0) throw OpError("bad num_rows / block_size");
+  void* plan = data(a.plan);
+  const size_t plan_bytes = static_cast<size_t>(extent(a.plan, 0));
+  const Regions reg = regions(rows, a.max_blocks_per_seq);
+  if (plan == nullptr || plan_bytes < reg.end)
+    throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
+                  std::to_string(reg.end) + " (plan_bytes)");
+  std::vector<int32_t> indptr(rows + 1, 0), last(rows, 0);
+  for (int32_t r = 0; r < rows; ++r) {
+    const int32_t len = std::max(a.seq_lens_host[r], 0);
+    const int32_t pages = (len + bs - 1) / bs;
+    if (pages > a.max_blocks_per_seq)
+      throw OpError("row " + std::to_string(r) + ": seq_len " + std::to_string(len) +
+                    " needs more pages than the block table's row holds");
+    indptr[r + 1] = indptr[r] + pages;
+    last[r] = pages ? len - (pages - 1) * bs : 0;
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  const size_t int_bytes = int_ws_bytes();
+  const size_t csr_bytes = reg.indices - reg.indptr;
+  auto* pinned = static_cast<char*>(staging(int_bytes + csr_bytes));
+  Planned p;
+  p.rows = rows;
+  p.block_size = bs;
+  p.blocks_per_row = a.max_blocks_per_seq;
+  // The split partials' offsets are relative to the decode workspace, which the plan does not
+  // see: FlashInfer only aligns and adds offsets, so a stand-in base aligned like kvcheck's
+  // buffers gives the same offsets.
+  void* float_base = reinterpret_cast<void*>(kAlign);
+  kvcheck_size_query q{};
+  q.num_q_heads = a.num_q_heads;
+  q.num_kv_heads = a.num_kv_heads;
+  q.v_dim = a.v_dim;
+  const size_t float_bytes = decode_workspace_bytes(q);
+  const int32_t group = a.num_q_heads / a.num_kv_heads;
+  cudaError_t e = a.head_dim == 64
+                      ? plan_for<64>(group, float_base, float_bytes, plan, pinned, int_bytes,
+                                     p.info, indptr.data(), rows, a.num_q_heads, bs, stream)
+                      : plan_for<128>(group, float_base, float_bytes, plan, pinned, int_bytes,
+                                      p.info, indptr.data(), rows, a.num_q_heads, bs, stream);
+  check_cuda(e, "DecodePlan");
+  char* csr = pinned + int_bytes;
+  std::copy(indptr.begin(), indptr.end(), reinterpret_cast<int32_t*>(csr));
+  std::copy(last.begin(), last.end(),
+            reinterpret_cast<int32_t*>(csr + (reg.last_page_len - reg.indptr)));
+  check_cuda(cudaMemcpyAsync(static_cast<char*>(plan) + reg.indptr, csr, csr_bytes,
+                             cudaMemcpyHostToDevice, stream),
+             "plan copy");
+  staging_used(stream);
+  planned()[plan] = p;
+}
+
+void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
+  const kvcheck_paged_kv& c = a.cache;
+  check_shape(c.head_dim, a.v_dim, c.dtype, c.layout);
+  void* plan = data(a.plan);
+  Planned p;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    auto it = planned().find(plan);
+    if (it == planned().end()) throw OpError("no plan in this plan buffer: paged_decode_plan first");
+    p = it->second;
+  }
+  const int32_t rows = a.num_rows, nq = a.num_q_heads, hd = c.head_dim;
+  if (rows != p.rows || c.block_size != p.block_size)
+    throw OpError("the step's rows / block size differ from its plan's");
+  const int64_t table_stride = stride(a.block_table, 0);
+  if (extent(a.block_table, 1) != p.blocks_per_row)
+    throw OpError("block table row length differs from the plan's max_blocks_per_seq");
+  if (stride(a.out, 0) != static_cast<int64_t>(nq) * hd || stride(a.out, 1) != hd)
+    throw OpError("out must be packed [rows][heads][head_dim] (FlashInfer writes it so)");
+  for (int d = 0; d < 3; ++d)
+    if (stride(c.k, d) != stride(c.v, d))
+      throw OpError("K and V must have the same strides (FlashInfer's decode reads V at K's)");
+  if (rows == 0) return;
+  const Regions reg = regions(rows, p.blocks_per_row);
+  char* base = static_cast<char*>(plan);
+  auto* indptr = reinterpret_cast<int32_t*>(base + reg.indptr);
+  auto* last = reinterpret_cast<int32_t*>(base + reg.last_page_len);
+  auto* indices = reinterpret_cast<int32_t*>(base + reg.indices);
+  pack_pages<<<rows, 128, 0, stream>>>(data_as<int32_t>(a.block_table), table_stride, indptr,
+                                       indices, rows);
+  check_cuda(cudaGetLastError(), "pack_pages launch");
+
+  const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
+  flashinfer::paged_kv_t<bf16, int32_t> kv(
+      c.num_kv_heads, c.block_size, hd, rows, flashinfer::QKVLayout::kNHD, data_as<bf16>(c.k),
+      data_as<bf16>(c.v), kv_strides, indices, indptr, last);
+  Params params;
+  params.q = data_as<bf16>(a.q);
+  params.paged_kv = kv;
+  params.o = data_as<bf16>(a.out);
+  params.lse = data_as<float>(a.lse);
+  params.num_qo_heads = nq;
+  params.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
+  params.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
+  params.window_left = -1;
+  params.logits_soft_cap = 0.f;
+  params.sm_scale = a.scale;
+  params.rope_rcp_scale = params.rope_rcp_theta = 1.f;
+  const flashinfer::DecodePlanInfo& pi = p.info;
+  params.request_indices = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.request_indices_offset);
+  params.kv_tile_indices = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.kv_tile_indices_offset);
+  params.o_indptr = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.o_indptr_offset);
+  params.kv_chunk_size_ptr =
+      flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.kv_chunk_size_ptr_offset);
+  params.padded_batch_size = pi.padded_batch_size;
+  bf16* tmp_v = nullptr;
+  float* tmp_s = nullptr;
+  if (pi.split_kv) {
+    void* ws = data(a.workspace);
+    if (ws == nullptr) throw OpError("the plan splits KV but there is no workspace");
+    tmp_v = flashinfer::GetPtrFromBaseOffset<bf16>(ws, pi.v_offset);
+    tmp_s = flashinfer::GetPtrFromBaseOffset<float>(ws, pi.s_offset);
+    if (pi.enable_cuda_graph)
+      params.block_valid_mask = flashinfer::GetPtrFromBaseOffset<bool>(plan, pi.block_valid_mask_offset);
+  }
+  const cudaError_t e =
+      hd == 64 ? flashinfer::BatchDecodeWithPagedKVCacheDispatched<64, kNoRope, Variant>(
+                     params, tmp_v, tmp_s, false, stream)
+               : flashinfer::BatchDecodeWithPagedKVCacheDispatched<128, kNoRope, Variant>(
+                     params, tmp_v, tmp_s, false, stream);
+  check_cuda(e, "BatchDecodeWithPagedKVCacheDispatched");
+}
+
+}  // namespace kvfi
