@@ -1,7 +1,7 @@
-// fi_common.h — what the files of the FlashInfer plugin share: the plugin's state (the GPU kvcheck
-// named, its SM count, a pinned staging buffer for the plans' host-to-device copies), the op
-// wrapper that turns exceptions and CUDA errors into KVCHECK_ERROR with a message, and readers of
-// the ABI's tensors. The plugin is written against include/kvcheck/backend.h alone, as a backend
+// fi_common.h — what the files of the FlashInfer plugin share: the plugin's state (the GPU
+// kvcheck named, its SM count, a pinned staging buffer for the plans' host-to-device copies), the
+// op wrapper that turns exceptions and CUDA errors into KVCHECK_ERROR with a message, and readers
+// of the ABI's tensors. The plugin is written against include/kvcheck/backend.h alone, as a backend
 // author's adapter would be: no kvcheck internals.
 #pragma once
 
@@ -82,14 +82,25 @@ inline int64_t extent(const kvcheck_tensor& t, int dim) {
 }
 
 // The supported shapes: FlashInfer's FA2 kernels as compiled into this plugin.
-inline constexpr int32_t kHeadDims[] = {64, 128};
+inline constexpr int32_t kHeadDims[] = {64, 128};  // attention layers
 inline constexpr int32_t kGqaRatios[] = {1, 2, 3, 4, 6, 8, 16};  // its decode's group sizes
 
-// ---- ops (fi_decode.cu) ----
+inline constexpr size_t kAlign = 256;
+inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Page lists in CSR form from kvcheck's block table (fi_pages.cu): row r's first
+// indptr[r+1] - indptr[r] entries of table[r * stride ...] into indices[indptr[r] ...], on the
+// stream (indptr in device memory).
+void pack_pages(const int32_t* table, int64_t stride, const int32_t* indptr, int32_t* indices,
+                int32_t rows, cudaStream_t stream);
+
+// ---- ops (fi_decode.cu, fi_prefill.cu) ----
 
 size_t decode_plan_bytes(const kvcheck_size_query& q);
 size_t decode_workspace_bytes(const kvcheck_size_query& q);
 void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream);
 void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream);
+size_t prefill_workspace_bytes(const kvcheck_size_query& q);
+void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream);
 
 }  // namespace kvfi

@@ -37,9 +37,6 @@ using bf16 = __nv_bfloat16;
 using Variant = flashinfer::DefaultAttention<false, false, false, false>;
 using Params = flashinfer::BatchDecodeParams<bf16, bf16, bf16, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
-constexpr size_t kAlign = 256;
-
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // FlashInfer's padded batch is at most max_grid / kv_heads, max_grid = blocks per SM (at most 32
 // on sm_90) x SMs: the int workspace and the split partials are sized for that.
@@ -47,7 +44,9 @@ size_t padded_rows_bound(int32_t kv_heads) {
   const int64_t sms = std::max(state().num_sms, 1);
   return static_cast<size_t>((32 * sms + kv_heads - 1) / std::max(kv_heads, 1));
 }
-size_t int_ws_bytes() { return align_up(16 * 32 * static_cast<size_t>(std::max(state().num_sms, 1)) + 4096); }
+size_t int_ws_bytes() {
+  return align_up(16 * 32 * static_cast<size_t>(std::max(state().num_sms, 1)) + 4096);
+}
 
 struct Regions {
   size_t indptr, last_page_len, indices, end;
@@ -93,14 +92,6 @@ cudaError_t plan_for(int32_t group, void* fake_float_base, size_t float_bytes, v
 #undef KVFI_GROUP
 }
 
-__global__ void pack_pages(const int32_t* table, int64_t stride, const int32_t* indptr,
-                           int32_t* indices, int32_t rows) {
-  const int32_t r = blockIdx.x;
-  if (r >= rows) return;
-  const int32_t begin = indptr[r], n = indptr[r + 1] - begin;
-  for (int32_t j = threadIdx.x; j < n; j += blockDim.x) indices[begin + j] = table[r * stride + j];
-}
-
 void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype, int32_t layout) {
   if (head_dim != 64 && head_dim != 128)
     throw OpError("head_dim " + std::to_string(head_dim) + ": this plugin compiles 64 and 128");
@@ -121,7 +112,8 @@ size_t decode_workspace_bytes(const kvcheck_size_query& q) {
   const size_t padded = padded_rows_bound(std::max(q.num_kv_heads, 1));
   const size_t heads = static_cast<size_t>(std::max(q.num_q_heads, 0));
   const size_t dim = static_cast<size_t>(std::max(q.v_dim, 0));
-  return align_up(heads * padded * dim * sizeof(float)) + align_up(heads * padded * sizeof(float));
+  return align_up(heads * padded * dim * sizeof(float)) +
+         align_up(heads * padded * sizeof(float));
 }
 
 void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
@@ -189,7 +181,8 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   {
     std::lock_guard<std::mutex> lock(state().mu);
     auto it = planned().find(plan);
-    if (it == planned().end()) throw OpError("no plan in this plan buffer: paged_decode_plan first");
+    if (it == planned().end())
+      throw OpError("no plan in this plan buffer: paged_decode_plan first");
     p = it->second;
   }
   const int32_t rows = a.num_rows, nq = a.num_q_heads, hd = c.head_dim;
@@ -209,9 +202,7 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   auto* indptr = reinterpret_cast<int32_t*>(base + reg.indptr);
   auto* last = reinterpret_cast<int32_t*>(base + reg.last_page_len);
   auto* indices = reinterpret_cast<int32_t*>(base + reg.indices);
-  pack_pages<<<rows, 128, 0, stream>>>(data_as<int32_t>(a.block_table), table_stride, indptr,
-                                       indices, rows);
-  check_cuda(cudaGetLastError(), "pack_pages launch");
+  pack_pages(data_as<int32_t>(a.block_table), table_stride, indptr, indices, rows, stream);
 
   const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
   flashinfer::paged_kv_t<bf16, int32_t> kv(
@@ -230,21 +221,21 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   params.sm_scale = a.scale;
   params.rope_rcp_scale = params.rope_rcp_theta = 1.f;
   const flashinfer::DecodePlanInfo& pi = p.info;
-  params.request_indices = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.request_indices_offset);
-  params.kv_tile_indices = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.kv_tile_indices_offset);
-  params.o_indptr = flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.o_indptr_offset);
-  params.kv_chunk_size_ptr =
-      flashinfer::GetPtrFromBaseOffset<int32_t>(plan, pi.kv_chunk_size_ptr_offset);
+  using flashinfer::GetPtrFromBaseOffset;
+  params.request_indices = GetPtrFromBaseOffset<int32_t>(plan, pi.request_indices_offset);
+  params.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(plan, pi.kv_tile_indices_offset);
+  params.o_indptr = GetPtrFromBaseOffset<int32_t>(plan, pi.o_indptr_offset);
+  params.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(plan, pi.kv_chunk_size_ptr_offset);
   params.padded_batch_size = pi.padded_batch_size;
   bf16* tmp_v = nullptr;
   float* tmp_s = nullptr;
   if (pi.split_kv) {
     void* ws = data(a.workspace);
     if (ws == nullptr) throw OpError("the plan splits KV but there is no workspace");
-    tmp_v = flashinfer::GetPtrFromBaseOffset<bf16>(ws, pi.v_offset);
-    tmp_s = flashinfer::GetPtrFromBaseOffset<float>(ws, pi.s_offset);
+    tmp_v = GetPtrFromBaseOffset<bf16>(ws, pi.v_offset);
+    tmp_s = GetPtrFromBaseOffset<float>(ws, pi.s_offset);
     if (pi.enable_cuda_graph)
-      params.block_valid_mask = flashinfer::GetPtrFromBaseOffset<bool>(plan, pi.block_valid_mask_offset);
+      params.block_valid_mask = GetPtrFromBaseOffset<bool>(plan, pi.block_valid_mask_offset);
   }
   const cudaError_t e =
       hd == 64 ? flashinfer::BatchDecodeWithPagedKVCacheDispatched<64, kNoRope, Variant>(

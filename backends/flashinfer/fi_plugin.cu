@@ -2,7 +2,10 @@
 // pinned to 0.7.2 from its PyPI wheel: scripts/fetch-flashinfer.sh) behind kvcheck's backend ABI.
 //
 // What runs on FlashInfer so far: paged_decode (its plan + batch decode, GQA, bf16, head dims 64
-// and 128; fi_decode.cu). Every other op runs on kvcheck's built-in device, and the result's
+// and 128; fi_decode.cu) and the fused paged_prefill (its batch prefill over the paged cache with
+// a causal mask; fi_prefill.cu). MLA (its FA2 MLA kernel) is not declared yet: on the branch
+// flashinfer-mla-wip it disagrees with the reference on some shapes, not yet classified. Every
+// other op runs on kvcheck's built-in device, and the result's
 // per-op counts say so. Declared conventions are FlashInfer's own: q / out in bf16, LSE base 2
 // with -inf for a row that attended nothing, graph-padded rows as rows of no pages (seq_len 0),
 // decode steps captured into CUDA graphs (its plan is re-run on the host before each replay).
@@ -89,10 +92,18 @@ size_t plan_bytes(void*, const kvcheck_size_query* q) {
 
 size_t workspace_bytes(void*, const kvcheck_size_query* q) {
   try {
-    return q->op == KVCHECK_OP_PAGED_DECODE ? decode_workspace_bytes(*q) : 0;
+    if (q->op == KVCHECK_OP_PAGED_DECODE) return decode_workspace_bytes(*q);
+    if (q->op == KVCHECK_OP_PAGED_PREFILL) return prefill_workspace_bytes(*q);
+    return 0;
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+int32_t paged_prefill(void*, const kvcheck_paged_prefill_args* a, void* stream, char* err,
+                      size_t n) {
+  return run_op("paged_prefill", err, n,
+                [&] { prefill_run(*a, static_cast<cudaStream_t>(stream)); });
 }
 
 void destroy(void*) {
@@ -128,6 +139,7 @@ kvcheck_backend make_table() {
   c.gqa_ratios = kGqaRatios;
   c.num_gqa_ratios = static_cast<int32_t>(sizeof(kGqaRatios) / sizeof(kGqaRatios[0]));
   b.paged_decode = paged_decode;
+  b.paged_prefill = paged_prefill;
   b.paged_decode_plan = paged_decode_plan;
   b.plan_bytes = plan_bytes;
   b.workspace_bytes = workspace_bytes;

@@ -400,6 +400,11 @@ typedef struct {
    * MLA layers (one latent head) are not asked. */
   const int32_t* gqa_ratios;
   int32_t num_gqa_ratios;
+  /* MLA latent caches accepted, as (kv_lora_rank, qk_rope_dim) pairs: mla_dims[2 i], mla_dims[2 i
+   * + 1] for i < num_mla_dims; or NULL. The latent row is their sum (what head_dims is asked of
+   * attention layers is not asked of MLA layers when this is given). */
+  const int32_t* mla_dims;
+  int32_t num_mla_dims;
   int64_t reserved[8];
 } kvcheck_caps;
 

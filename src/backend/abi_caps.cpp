@@ -68,9 +68,23 @@ std::string caps_refusal(const kvcheck_caps& caps, const CacheShape& c) {
   if (c.paged && caps.layouts != 0 && !(caps.layouts & KVCHECK_LAYOUT_BIT(c.layout)))
     return std::string("cache layout ") + layout_name(c.layout) + " is not among the backend's: " +
            mask_text(caps.layouts, 3, layout_name);
-  if (!listed(caps.head_dims, caps.num_head_dims, c.head_dim))
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT && caps.mla_dims != nullptr) {
+    const int32_t rank = c.head_dim - c.mla_rope_dim;
+    bool ok = false;
+    std::string pairs;
+    for (int32_t i = 0; i < caps.num_mla_dims; ++i) {
+      ok = ok || (caps.mla_dims[2 * i] == rank && caps.mla_dims[2 * i + 1] == c.mla_rope_dim);
+      pairs += (i ? " " : "") + std::to_string(caps.mla_dims[2 * i]) + "+" +
+               std::to_string(caps.mla_dims[2 * i + 1]);
+    }
+    if (!ok)
+      return "MLA latent " + std::to_string(rank) + "+" + std::to_string(c.mla_rope_dim) +
+             " (kv_lora_rank + qk_rope_dim) is not among the backend's: " +
+             (pairs.empty() ? "none" : pairs);
+  } else if (!listed(caps.head_dims, caps.num_head_dims, c.head_dim)) {
     return "head_dim " + std::to_string(c.head_dim) + " is not among the backend's: " +
            list_text(caps.head_dims, caps.num_head_dims);
+  }
   if (c.paged && !listed(caps.block_sizes, caps.num_block_sizes, c.block_size))
     return "block_size " + std::to_string(c.block_size) + " is not among the backend's: " +
            list_text(caps.block_sizes, caps.num_block_sizes);

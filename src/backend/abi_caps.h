@@ -19,6 +19,7 @@ struct CacheShape {
   int32_t head_dim = 0;
   int32_t block_size = 0;
   int32_t gqa_ratio = 0;  // query heads per KV head of an attention layer; 0: not asked (MLA)
+  int32_t mla_rope_dim = 0;  // MLA: the latent row is (head_dim - mla_rope_dim) + mla_rope_dim
   // false: the op reads K/V rows in the cache's dtype, not the paged cache itself
   // (varlen_attention), so the cache's layout and block size are not asked of it.
   bool paged = true;

@@ -24,6 +24,15 @@ nlohmann::json int_list(const int32_t* v, int32_t n) {
   return nlohmann::json(std::vector<int32_t>(v, v + n));
 }
 
+// "any", or ["512+64", ...]: the (kv_lora_rank, qk_rope_dim) pairs an MLA cache may have.
+nlohmann::json mla_pairs(const kvcheck_caps& c) {
+  if (!c.mla_dims || c.num_mla_dims <= 0) return "any";
+  nlohmann::json out = nlohmann::json::array();
+  for (int32_t i = 0; i < c.num_mla_dims; ++i)
+    out.push_back(std::to_string(c.mla_dims[2 * i]) + "+" + std::to_string(c.mla_dims[2 * i + 1]));
+  return out;
+}
+
 const char* graph_name(int32_t g) {
   return g == KVCHECK_GRAPHS_FULL ? "full" : g == KVCHECK_GRAPHS_DECODE ? "decode" : "none";
 }
@@ -35,6 +44,7 @@ nlohmann::json caps_json(const kvcheck_caps& c) {
           {"head_dims", int_list(c.head_dims, c.num_head_dims)},
           {"block_sizes", int_list(c.block_sizes, c.num_block_sizes)},
           {"gqa_ratios", int_list(c.gqa_ratios, c.num_gqa_ratios)},
+          {"mla_dims", mla_pairs(c)},
           {"lse_base", c.lse_base == KVCHECK_LSE_BASE2 ? "2" : "e"},
           {"empty_row_lse", c.empty_row_lse > 0 ? "+inf" : "-inf"},
           {"pad_seq_len", c.pad_seq_len},

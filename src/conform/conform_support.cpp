@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -46,8 +47,10 @@ std::vector<int32_t> pick(const int32_t* caps, int32_t n, std::vector<int32_t> w
 }  // namespace
 
 std::string CacheCase::describe() const {
-  return fmt::format("{} {} bs={} hd={}", dtype_name(dtype), layout_name(layout), block_size,
-                     head_dim);
+  const std::string latent =
+      layout == KVCHECK_LAYOUT_MLA_LATENT ? fmt::format(" ({}+{})", v_dim(), rope_dim) : "";
+  return fmt::format("{} {} bs={} hd={}{}", dtype_name(dtype), layout_name(layout), block_size,
+                     head_dim, latent);
 }
 
 std::vector<CacheCase> cache_grid(const kvcheck_caps& caps, std::string* note) {
@@ -62,11 +65,24 @@ std::vector<CacheCase> cache_grid(const kvcheck_caps& caps, std::string* note) {
     if (caps.layouts == 0 || (caps.layouts & KVCHECK_LAYOUT_BIT(l))) layouts.push_back(l);
   const auto block_sizes = pick(caps.block_sizes, caps.num_block_sizes, {1, 3, 7, 16});
   const auto head_dims = pick(caps.head_dims, caps.num_head_dims, {16, 64});
+  // MLA latent rows (kv_lora_rank + qk_rope_dim): the caps' pairs (first two), else 3/4 + 1/4 of
+  // each head dim.
+  std::vector<std::pair<int32_t, int32_t>> mla;
+  if (caps.mla_dims != nullptr)
+    for (int32_t i = 0; i < std::min(caps.num_mla_dims, 2); ++i)
+      mla.emplace_back(caps.mla_dims[2 * i] + caps.mla_dims[2 * i + 1], caps.mla_dims[2 * i + 1]);
+  else
+    for (int32_t hd : head_dims) mla.emplace_back(hd, hd / 4);
   std::vector<CacheCase> grid;
   for (DType d : dtypes)
     for (auto l : layouts)
-      for (int32_t bs : block_sizes)
-        for (int32_t hd : head_dims) grid.push_back({d, l, bs, hd});
+      for (int32_t bs : block_sizes) {
+        if (l == KVCHECK_LAYOUT_MLA_LATENT) {
+          for (auto [hd, rope] : mla) grid.push_back({d, l, bs, hd, rope});
+        } else {
+          for (int32_t hd : head_dims) grid.push_back({d, l, bs, hd, 0});
+        }
+      }
   return grid;
 }
 

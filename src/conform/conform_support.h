@@ -25,10 +25,11 @@ struct CacheCase {
   kvcheck_kv_layout layout = KVCHECK_LAYOUT_KV_SEPARATE;
   int32_t block_size = 1;
   int32_t head_dim = 16;
+  int32_t rope_dim = 0;  // MLA: the latent row's last rope_dim features (V is the rest)
   int32_t kv_heads() const { return layout == KVCHECK_LAYOUT_MLA_LATENT ? 1 : 2; }
   // MLA: V is the first v_dim latent features.
   int32_t v_dim() const {
-    return layout == KVCHECK_LAYOUT_MLA_LATENT ? head_dim - head_dim / 4 : head_dim;
+    return layout == KVCHECK_LAYOUT_MLA_LATENT ? head_dim - rope_dim : head_dim;
   }
   std::string describe() const;
 };

@@ -18,6 +18,7 @@ struct CacheUse {
   kvcheck_kv_layout layout;
   int32_t head_dim;
   int32_t gqa_ratio;  // 0 for mla
+  int32_t mla_rope_dim;  // mla only
 };
 
 std::vector<CacheUse> cache_uses(const Scenario& s) {
@@ -26,10 +27,11 @@ std::vector<CacheUse> cache_uses(const Scenario& s) {
     uses.push_back({"attention",
                     s.cache.layout == KvLayout::interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
                                                             : KVCHECK_LAYOUT_KV_SEPARATE,
-                    s.model.head_dim, s.model.num_q_heads / std::max(s.model.num_kv_heads, 1)});
+                    s.model.head_dim, s.model.num_q_heads / std::max(s.model.num_kv_heads, 1),
+                    0});
   if (has_layer(s.model, LayerKind::mla))
     uses.push_back({"mla", KVCHECK_LAYOUT_MLA_LATENT, s.model.kv_lora_rank + s.model.qk_rope_dim,
-                    0});
+                    0, s.model.qk_rope_dim});
   return uses;
 }
 
@@ -47,6 +49,7 @@ std::optional<std::string> cannot_take(kvcheck_op op, const kvcheck_caps& c, con
                                    op == KVCHECK_OP_VARLEN_ATTENTION
                                ? u.gqa_ratio
                                : 0,
+              .mla_rope_dim = u.mla_rope_dim,
               .paged = cache_op});
       if (!why.empty()) return why + " (" + u.layer + " layers)";
     }

@@ -204,6 +204,19 @@ TEST(AbiCaps, RefusalNamesTheCapability) {
             "GQA ratio 7 (query heads per KV head) is not among the backend's: 1 2 4 8");
   c.gqa_ratio = 0;
   EXPECT_EQ(caps_refusal(caps, c), "");
+  // MLA latent rows by (kv_lora_rank, qk_rope_dim) pairs: head_dims is not asked of them.
+  const int32_t mla[] = {512, 64};
+  caps.mla_dims = mla;
+  caps.num_mla_dims = 1;
+  c = ok;
+  c.block_size = 16;
+  c.head_dim = 576;
+  c.mla_rope_dim = 64;
+  EXPECT_EQ(caps_refusal(caps, c), "");
+  c.head_dim = 80;
+  c.mla_rope_dim = 16;
+  EXPECT_EQ(caps_refusal(caps, c),
+            "MLA latent 64+16 (kv_lora_rank + qk_rope_dim) is not among the backend's: 512+64");
   caps.struct_size = 12;
   EXPECT_TRUE(has(caps_refusal(caps, ok), "caps struct_size 12"));
 }

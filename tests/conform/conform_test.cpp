@@ -137,6 +137,15 @@ TEST(Conform, TheGridFollowsTheCaps) {
   }
   EXPECT_EQ(grid[0].block_size, 16);
   EXPECT_EQ(grid[1].block_size, 32);
+  // MLA latent rows come from the caps' (kv_lora_rank, qk_rope_dim) pairs.
+  const int32_t mla[] = {512, 64};
+  caps.layouts = KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_MLA_LATENT);
+  caps.mla_dims = mla;
+  caps.num_mla_dims = 1;
+  for (const CacheCase& c : cache_grid(caps, nullptr)) {
+    EXPECT_EQ(c.head_dim, 576);
+    EXPECT_EQ(c.v_dim(), 512);
+  }
   caps.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_F32);
   caps.block_sizes = nullptr;
   caps.head_dims = nullptr;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # conform_gpu.sh — `kvcheck conform --device cuda` on a GPU (ctest gpu-conform-*); exit 77 (skip)
 # without one.
-#   clean PROBE KVCHECK PLUGIN OUT.json [MIN_OPS]
+#   clean PROBE KVCHECK PLUGIN OUT.json [MIN_OPS [CONFORM_ARGS...]]
 #                                         every op the plugin implements (at least MIN_OPS,
 #                                         default 8) is covered by cases and conforms: exit 0
 #   fault PROBE KVCHECK PLUGIN            a plugin whose kernel faults: exit 1, "device error"
@@ -11,7 +11,10 @@ mode=$1 probe=$2 kvcheck=$3 plugin=$4
 case "$mode" in
   clean)
     out=$5 min_ops=${6:-8}
-    "$kvcheck" conform --device cuda --backend "$plugin" --json >"$out" || exit 1
+    shift 6 2>/dev/null || shift $#
+    "$kvcheck" conform --device cuda --backend "$plugin" --json "$@" >"$out" || {
+      python3 -c "import json,sys; [print(o['op'], o['passed'], '/', o['cases'], o['first_failure'])
+                  for o in json.load(open(sys.argv[1]))['ops']]" "$out"; exit 1; }
     python3 - "$out" "$min_ops" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

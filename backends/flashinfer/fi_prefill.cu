@@ -1,0 +1,179 @@
+// fi_prefill.cu — the fused paged prefill through FlashInfer's FA2 batch prefill over the paged
+// cache (kvcheck's paged_prefill): each sequence's new tokens attend to its cached context and
+// causally to themselves, all read from the paged cache (write_kv ran first). FlashInfer's causal
+// mask is aligned to the end of the sequence, so query i of a sequence with kv_len = ctx + q_len
+// sees keys 0 .. ctx + i: kvcheck's meaning.
+//
+// PrefillPlan runs on the host from the call's host mirrors (q_starts_host, ctx_lens_host) and
+// copies its schedule through pinned staging into the call's workspace, laid out for N sequences
+// of R rows with a block table of S entries per sequence:
+//   [0, int_ws)       FlashInfer's int workspace
+//   indptr [N + 1], last_page_len [N]   (the plan, from the host lens)
+//   indices [N * S]   (packed on the stream from the device block table)
+// Without split-KV (disable_split_kv): the workspace is sized per call before FlashInfer's
+// planner has seen the lengths, and its split partials are bounded only by the plan; each CTA
+// then reads a whole sequence's keys. bf16, head dims 64 and 128, CTA_TILE_Q 16 / 64 / 128 (the
+// plan picks one).
+#include "backends/flashinfer/fi_fastdiv.cuh"  // first: see there
+
+#include <flashinfer/attention/default_prefill_params.cuh>
+#include <flashinfer/attention/prefill.cuh>
+#include <flashinfer/attention/scheduler.cuh>
+#include <flashinfer/attention/variants.cuh>
+#include <flashinfer/page.cuh>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backends/flashinfer/fi_common.h"
+
+namespace kvfi {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using Variant = flashinfer::DefaultAttention<false, false, false, false>;
+using Params = flashinfer::BatchPrefillPagedParams<bf16, bf16, bf16, int32_t>;
+constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
+constexpr auto kCausal = flashinfer::MaskMode::kCausal;
+
+// FlashInfer's work items without split-KV: (sequence, tile of CTA_TILE_Q >= 16 packed rows),
+// at most rows * group / 16 + seqs; five int arrays of them, 16-byte aligned.
+size_t int_ws_bytes(int64_t rows, int64_t seqs, int64_t group) {
+  return align_up(static_cast<size_t>(32 * (rows * std::max<int64_t>(group, 1) / 16 + seqs + 8)) +
+                  4096);
+}
+
+struct Regions {
+  size_t indptr, last_page_len, indices, end;
+};
+Regions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per_seq) {
+  Regions r;
+  r.indptr = int_ws_bytes(rows, seqs, group);
+  r.last_page_len = r.indptr + align_up(4 * static_cast<size_t>(seqs + 1));
+  r.indices = r.last_page_len + align_up(4 * static_cast<size_t>(seqs));
+  r.end = r.indices + 4 * static_cast<size_t>(seqs) * std::max<int64_t>(blocks_per_seq, 1);
+  return r;
+}
+
+template <uint32_t CTA, uint32_t HD>
+cudaError_t launch(const Params& p, cudaStream_t s) {
+  return flashinfer::BatchPrefillWithPagedKVCacheDispatched<true, CTA, HD, HD, kNoRope, false,
+                                                            kCausal, Variant>(p, nullptr, nullptr,
+                                                                              false, s);
+}
+
+template <uint32_t HD>
+cudaError_t launch_tile(int64_t cta_tile_q, const Params& p, cudaStream_t s) {
+  switch (cta_tile_q) {
+    case 16: return launch<16, HD>(p, s);
+    case 64: return launch<64, HD>(p, s);
+    case 128: return launch<128, HD>(p, s);
+  }
+  throw OpError("PrefillPlan chose CTA_TILE_Q " + std::to_string(cta_tile_q) +
+                ", which this plugin does not compile");
+}
+
+}  // namespace
+
+size_t prefill_workspace_bytes(const kvcheck_size_query& q) {
+  const int64_t group = q.num_q_heads / std::max(q.num_kv_heads, 1);
+  return regions(std::max(q.max_rows, 0), std::max(q.max_seqs, 0), group, q.max_blocks_per_seq)
+      .end;
+}
+
+void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
+  const kvcheck_paged_kv& c = a.cache;
+  const int32_t hd = c.head_dim, nq = a.num_q_heads, nkv = c.num_kv_heads, n = a.num_seqs;
+  if (hd != 64 && hd != 128)
+    throw OpError("head_dim " + std::to_string(hd) + ": this plugin compiles 64 and 128");
+  if (a.v_dim != hd) throw OpError("v_dim must equal head_dim");
+  if (c.dtype != KVCHECK_BF16) throw OpError("cache dtype must be bf16");
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) throw OpError("the MLA cache is not prefilled here");
+  if (nkv <= 0 || nq % nkv != 0) throw OpError("num_q_heads must be a multiple of num_kv_heads");
+  if (a.q_starts_host == nullptr || a.ctx_lens_host == nullptr)
+    throw OpError("needs q_starts_host and ctx_lens_host (its planner runs on the host)");
+  if (stride(a.out, 0) != static_cast<int64_t>(nq) * hd || stride(a.out, 1) != hd)
+    throw OpError("out must be packed [rows][heads][head_dim] (FlashInfer writes it so)");
+  for (int d = 0; d < 3; ++d)
+    if (stride(c.k, d) != stride(c.v, d))
+      throw OpError("K and V must have the same strides (the plugin compiles SAME_KV_STRIDES)");
+  if (n <= 0) return;
+  const int32_t bs = c.block_size, blocks_per_seq = static_cast<int32_t>(extent(a.block_table, 1));
+  const int32_t rows = a.q_starts_host[n], group = nq / nkv;
+  std::vector<int32_t> qo(a.q_starts_host, a.q_starts_host + n + 1), indptr(n + 1, 0), last(n, 0);
+  for (int32_t s = 0; s < n; ++s) {
+    const int32_t len = a.ctx_lens_host[s] + qo[s + 1] - qo[s];
+    const int32_t pages = (len + bs - 1) / bs;
+    if (pages > blocks_per_seq)
+      throw OpError("sequence " + std::to_string(s) + " needs more pages than its block table");
+    indptr[s + 1] = indptr[s] + pages;
+    last[s] = pages ? len - (pages - 1) * bs : 0;
+  }
+  const Regions reg = regions(rows, n, group, blocks_per_seq);
+  char* ws = static_cast<char*>(data(a.workspace));
+  const size_t ws_bytes = static_cast<size_t>(extent(a.workspace, 0));
+  if (ws == nullptr || ws_bytes < reg.end)
+    throw OpError("workspace: " + std::to_string(ws_bytes) + " bytes, the call needs " +
+                  std::to_string(reg.end));
+
+  flashinfer::PrefillPlanInfo pi;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    const size_t int_bytes = reg.indptr, csr_bytes = reg.indices - reg.indptr;
+    auto* pinned = static_cast<char*>(staging(int_bytes + csr_bytes));
+    // No split-KV: the float workspace is never used; a stand-in base keeps the planner's
+    // arithmetic (it only aligns and adds offsets).
+    check_cuda(flashinfer::PrefillPlan<int32_t>(
+                   reinterpret_cast<void*>(kAlign), 0, ws, pinned, int_bytes, pi, qo.data(),
+                   indptr.data(), rows, n, nq, nkv, hd, hd, bs, /*enable_cuda_graph=*/false,
+                   sizeof(bf16), /*window_left=*/-1, /*fixed_split_size=*/-1,
+                   /*disable_split_kv=*/true, /*num_colocated_ctas=*/0, /*uniform_q_len=*/0,
+                   stream, sizeof(bf16)),
+               "PrefillPlan");
+    char* csr = pinned + int_bytes;
+    std::copy(indptr.begin(), indptr.end(), reinterpret_cast<int32_t*>(csr));
+    std::copy(last.begin(), last.end(),
+              reinterpret_cast<int32_t*>(csr + (reg.last_page_len - reg.indptr)));
+    check_cuda(cudaMemcpyAsync(ws + reg.indptr, csr, csr_bytes, cudaMemcpyHostToDevice, stream),
+               "plan copy");
+    staging_used(stream);
+  }
+  if (pi.split_kv) throw OpError("PrefillPlan split KV although asked not to");
+  auto* d_indptr = reinterpret_cast<int32_t*>(ws + reg.indptr);
+  auto* d_last = reinterpret_cast<int32_t*>(ws + reg.last_page_len);
+  auto* d_indices = reinterpret_cast<int32_t*>(ws + reg.indices);
+  pack_pages(data_as<int32_t>(a.block_table), stride(a.block_table, 0), d_indptr, d_indices, n,
+             stream);
+
+  const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
+  Params p;
+  p.q = data_as<bf16>(a.q);
+  p.paged_kv = flashinfer::paged_kv_t<bf16, int32_t>(
+      nkv, bs, hd, n, flashinfer::QKVLayout::kNHD, data_as<bf16>(c.k), data_as<bf16>(c.v),
+      kv_strides, d_indices, d_indptr, d_last);
+  p.q_indptr = data_as<int32_t>(a.q_starts);
+  p.o = data_as<bf16>(a.out);
+  p.lse = data_as<float>(a.lse);
+  p.group_size = flashinfer::uint_fastdiv(group);
+  p.num_qo_heads = nq;
+  p.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
+  p.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
+  p.window_left = -1;
+  p.logits_soft_cap = 0.f;
+  p.sm_scale = a.scale;
+  p.rope_rcp_scale = p.rope_rcp_theta = 1.f;
+  using flashinfer::GetPtrFromBaseOffset;
+  p.request_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.request_indices_offset);
+  p.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.qo_tile_indices_offset);
+  p.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_tile_indices_offset);
+  p.o_indptr = GetPtrFromBaseOffset<int32_t>(ws, pi.o_indptr_offset);
+  p.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_chunk_size_ptr_offset);
+  p.padded_batch_size = static_cast<uint32_t>(pi.padded_batch_size);
+  p.max_total_num_rows = static_cast<uint32_t>(pi.total_num_rows);
+  const cudaError_t e = hd == 64 ? launch_tile<64>(pi.cta_tile_q, p, stream)
+                                 : launch_tile<128>(pi.cta_tile_q, p, stream);
+  check_cuda(e, "BatchPrefillWithPagedKVCacheDispatched");
+}
+
+}  // namespace kvfi
