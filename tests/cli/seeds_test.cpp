@@ -51,8 +51,10 @@ TEST_F(SeedScenarios, Seed001ZeroInitHidesTheBugAndReportsItsCost) {
 
   CliRun plain = kvcheck("run '" + file + "' --no-regressions --expect clean --json --out out");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  for (const auto& e : json::parse(plain.out)["epochs"])
-    EXPECT_EQ(e["zero_init_seconds"].get<double>(), 0.0);
+  // The document outlives the loop: a range-for over a member of a temporary reads freed memory.
+  const json plain_doc = json::parse(plain.out);
+  ASSERT_FALSE(plain_doc["epochs"].empty());
+  for (const auto& e : plain_doc["epochs"]) EXPECT_EQ(e["zero_init_seconds"].get<double>(), 0.0);
 }
 
 }  // namespace
