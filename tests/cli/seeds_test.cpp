@@ -38,7 +38,8 @@ TEST_F(SeedScenarios, Seed000IsHealthyOnFreshBlocksAndCollapsesOnRecycledOnes) {
 
 TEST_F(SeedScenarios, Seed001ZeroInitHidesTheBugAndReportsItsCost) {
   const std::string file = kSeeds + "001-mla-graph-padding-batch-op.json";
-  CliRun mitigated = kvcheck("run '" + file + "' --zero-init-outputs --expect clean --json --out out");
+  CliRun mitigated =
+      kvcheck("run '" + file + "' --zero-init-outputs --expect clean --json --out out");
   ASSERT_EQ(mitigated.exit_code, 0) << mitigated.err;
   const json doc = json::parse(mitigated.out);
   EXPECT_EQ(doc["regressions"], json::array({"padded-rows-in-reduction"}));  // still on
