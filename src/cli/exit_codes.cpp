@@ -17,17 +17,17 @@ constexpr std::array<ExitCodeRow, 8> kTable = {{
     {kExitBadInput,
      "bad input or usage: an invalid scenario, an unknown field, regression or option, a file "
      "that is not a regular file or is too large; nothing is run and no result file is written",
-     "125: this commit cannot understand the input (an older commit that lacks a field or a "
-     "regression), so it is skipped"},
+     "125, skip: this commit cannot understand the input (an older commit that lacks a field "
+     "or a regression)"},
     {kExitCannotRun,
      "the run cannot be carried out: device error, no GPU for --device cuda, out of memory, a "
      "backend that does not load or cannot take the scenario, output (result folder or stdout) "
      "not writable, --max-seconds reached",
-     "125: skipped"},
+     "125, skip"},
     {kExitInternalError,
      "an internal error of kvcheck itself (an assertion or invariant of the engine, block pool "
      "or scheduler broke): a kvcheck bug, please report it",
-     "1: the commit under test broke kvcheck's own invariants, so it is bad"},
+     "1, bad: the commit under test broke kvcheck's own invariants"},
     {kExitBisectSkip, "only under --bisect, instead of 2 or 3: git bisect skips the commit", ""},
     {kExitSigint,
      "interrupted by SIGINT: no result file is left half-written, temporary files are removed",
@@ -60,7 +60,7 @@ std::string exit_codes_help() {
     std::string code = std::to_string(r.code);
     code.resize(kIndent - 2, ' ');
     std::string text = r.meaning;
-    if (*r.under_bisect) text += ". Under --bisect: " + std::string(r.under_bisect);
+    if (*r.under_bisect) text += ". With --bisect: " + std::string(r.under_bisect);
     out += "  " + code + wrap(text, 92 - kIndent, kIndent) + "\n";
   }
   return out;

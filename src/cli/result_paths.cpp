@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "io/interrupt.h"
 #include "report/atomic_write.h"
 
 namespace kv::cli {
@@ -33,12 +34,17 @@ std::size_t name_max_of(const fs::path& dir) {
 // mounts, ACLs and root alike.
 void probe_writable(const fs::path& dir) {
   const fs::path probe = dir / (".kvcheck-write-probe." + std::to_string(::getpid()));
+  set_pending_temp_file(probe.c_str());  // an interrupt meanwhile removes it
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
+  if (fd < 0) {
+    const int err = errno;
+    clear_pending_temp_file();
     throw WriteError(fmt::format("cannot write result files in {}: {}", dir.string(),
-                                 std::strerror(errno)));
+                                 std::strerror(err)));
+  }
   ::close(fd);
   ::unlink(probe.c_str());
+  clear_pending_temp_file();
 }
 
 }  // namespace
