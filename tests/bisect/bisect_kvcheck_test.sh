@@ -167,7 +167,10 @@ verbs=$(git bisect log | awk '/^git bisect (good|bad|skip) /{print $3, $4}')
 if [[ -n $skipped_kind ]]; then
   visited=0
   for n in $skipped_kind; do
-    if grep -q "^bad ${hashes[n]}" <<<"$verbs"; then show_log; fail "commit $n ($kind) marked bad"; fi
+    if grep -q "^bad ${hashes[n]}" <<<"$verbs"; then
+      show_log
+      fail "commit $n ($kind) marked bad"
+    fi
     if grep -q "^skip ${hashes[n]}" <<<"$verbs"; then visited=1; fi
   done
   ((visited)) || { show_log; fail "no $kind commit was tested: the case proves nothing"; }
