@@ -1,9 +1,14 @@
 // app.cpp — builds the CLI11 app from the subcommands (cmd_*.cpp), maps parse errors and stray
-// exceptions onto kvcheck's exit codes, and dispatches.
+// exceptions onto kvcheck's exit codes (exit_codes.h), checks that stdout took what was written,
+// and dispatches.
 #include "cli/app.h"
 
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -11,6 +16,8 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/logging.h"
+#include "io/interrupt.h"
+#include "io/std_streams.h"
 #include "report/version.h"
 
 namespace kv::cli {
@@ -20,7 +27,7 @@ static int dispatch(int argc, char** argv) {
                "inference engines",
                "kvcheck"};
   app.set_version_flag("--version", kKvcheckVersion);
-  app.footer(kExitCodesHelp);
+  app.footer(exit_codes_help());
   app.require_subcommand(1);
   // -q/-v belong to the top level but may be written after the subcommand too.
   app.fallthrough();
@@ -44,15 +51,54 @@ static int dispatch(int argc, char** argv) {
   return kExitBadInput;  // unreachable: require_subcommand(1)
 }
 
-int main(int argc, char** argv) {
+// Whatever escaped the subcommand: kvcheck's own invariants (std::logic_error: the block pool,
+// the scheduler) are a bug of kvcheck, exit 4; running out of memory or another failure of the
+// machine is "cannot run", exit 3.
+static int status_of_stray_exception() {
   try {
-    return dispatch(argc, argv);
+    throw;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kvcheck: error: out of memory\n";
+    return kExitCannotRun;
+  } catch (const std::logic_error& e) {
+    std::cerr << "kvcheck: " << internal_error_message(e.what()) << '\n';
+    return kExitInternalError;
   } catch (const std::exception& e) {
     std::cerr << "kvcheck: error: " << e.what() << '\n';
+    return kExitCannotRun;
   } catch (...) {
-    std::cerr << "kvcheck: error: unknown exception\n";
+    std::cerr << "kvcheck: " << internal_error_message("an exception of unknown type") << '\n';
+    return kExitInternalError;
   }
-  return kExitCannotRun;
+}
+
+// `run --bisect` anywhere on the command line: known before the parse, so that a usage error
+// (an option this commit does not have) is mapped too.
+static bool bisect_requested(int argc, char** argv) {
+  bool run = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    if (std::strcmp(argv[i], "run") == 0) run = true;
+    if (run && std::strcmp(argv[i], "--bisect") == 0) return true;
+  }
+  return false;
+}
+
+int main(int argc, char** argv) {
+  occupy_closed_std_fds();
+  install_interrupt_handlers();
+  int status = kExitOk;
+  try {
+    status = dispatch(argc, argv);
+  } catch (...) {
+    status = status_of_stray_exception();
+  }
+  // Output that did not reach stdout (a full disk, a closed descriptor) is never a success.
+  if (auto error = flush_stdout(); error && (status == kExitOk || status == kExitMismatch)) {
+    std::cerr << "kvcheck: error: " << *error << '\n';
+    status = kExitCannotRun;
+  }
+  return bisect_requested(argc, argv) ? bisect_status(status) : status;
 }
 
 }  // namespace kv::cli

@@ -86,7 +86,8 @@ Command add_run_command(CLI::App& parent) {
                 "Also run each scenario that has regressions on with them off, expecting clean "
                 "(as <name>.clean): the side that judges a backend's ops on its shapes");
   app->add_flag("--bisect", opts->bisect,
-                "Exit 125 instead of 3 when a run cannot be carried out (git bisect run)");
+                "Exit codes for git bisect run: 125 (skip) instead of 2 or 3, 1 (bad) instead "
+                "of 4; see Exit codes below");
   CLI::Option* backend_opt = app->add_option(
       "--backend", opts->backend.path,
       "Put this backend plugin (a shared library, include/kvcheck/backend.h) under the "

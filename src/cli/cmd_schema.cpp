@@ -4,6 +4,9 @@
 //
 //   kvcheck schema scenario > scenarios/schema/scenario.schema.json
 //   kvcheck schema result > scenarios/schema/result.schema.json
+//
+// `kvcheck schema exit-codes` prints the exit-code table (exit_codes.h) as JSON, or README's
+// "Exit codes" table with --markdown.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
@@ -29,11 +33,23 @@ struct SchemaKind {
   std::string (*markdown)();  // README's table of the fields; nullptr when there is none
 };
 
+std::string exit_codes_json() {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const ExitCodeRow& r : exit_code_table())
+    rows.push_back({{"code", r.code},
+                    {"meaning", r.meaning},
+                    {"under_bisect", *r.under_bisect ? r.under_bisect : "the same"}});
+  return nlohmann::ordered_json{{"schema", "kvcheck.exit-codes/1"}, {"exit_codes", rows}}.dump(2) +
+         "\n";
+}
+
 const SchemaKind kKinds[] = {
     {"scenario", "Scenario files (scenarios/schema/scenario.schema.json)", scenario_schema_text,
      scenario_fields_markdown},
     {"result", "Result documents of `kvcheck run` (scenarios/schema/result.schema.json)",
      result_schema_text, nullptr},
+    {"exit-codes", "kvcheck's exit statuses (README's \"Exit codes\" table with --markdown)",
+     exit_codes_json, exit_codes_markdown},
 };
 
 }  // namespace
@@ -48,7 +64,7 @@ Command add_schema_command(CLI::App& parent) {
     CLI::App* sub = app->add_subcommand(k.name, k.help);
     if (k.markdown)
       sub->add_flag("--markdown", *markdown,
-                    "Print README's table of the fields (Markdown) instead of the schema");
+                    "Print README's table (Markdown) instead of the JSON");
     kinds.emplace_back(sub, &k);
   }
 

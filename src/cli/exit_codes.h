@@ -1,29 +1,49 @@
-// exit_codes.h — what kvcheck's exit status means; the help text and README say the same.
+// exit_codes.h — what kvcheck's exit status means: the one table, rendered into `--help`
+// (exit_codes_help) and README's "Exit codes" section (exit_codes_markdown; a test keeps README
+// in step).
 //
 // The codes are chosen for `git bisect run`: 0 good, 1 bad, 125 "cannot test this commit".
+// Under --bisect, bisect_status() maps the rest onto those three.
 #pragma once
+
+#include <span>
+#include <string>
 
 namespace kv::cli {
 
 enum ExitCode : int {
-  kExitOk = 0,            // every verdict matches its expectation
-  kExitMismatch = 1,      // corruption where clean was expected, or an expected one not found
-  kExitBadInput = 2,      // invalid scenario, unknown regression, command-line usage error
-  kExitCannotRun = 3,     // device error, no GPU, out of memory, result file not writable
-  kExitBisectSkip = 125,  // kExitCannotRun under --bisect: git bisect skips the commit
+  kExitOk = 0,             // every verdict matches its expectation
+  kExitMismatch = 1,       // a verdict does not, or a verdict is error (the code under test failed)
+  kExitBadInput = 2,       // invalid scenario, unknown regression, command-line usage error
+  kExitCannotRun = 3,      // device, memory, no GPU, backend does not load, output not writable
+  kExitInternalError = 4,  // kvcheck's own invariant broke: a kvcheck bug
+  kExitBisectSkip = 125,   // under --bisect: git bisect skips the commit
+  kExitSigint = 130,       // interrupted by SIGINT (128 + 2)
+  kExitSigterm = 143,      // interrupted by SIGTERM (128 + 15)
 };
 
-inline constexpr const char* kExitCodesHelp =
-    "Exit codes:\n"
-    "  0    every verdict matches its expectation\n"
-    "  1    some verdict does not (corruption where clean was expected,\n"
-    "       or an expected corruption not found)\n"
-    "  2    bad input or usage (invalid scenario, unknown regression, bad option)\n"
-    "  3    a run could not be carried out (device error, no GPU for --device cuda,\n"
-    "       out of memory, result file not writable)\n"
-    "  125  instead of 3 under --bisect, so `git bisect run` skips the commit\n";
+struct ExitCodeRow {
+  int code;
+  const char* meaning;       // one sentence, plain text
+  const char* under_bisect;  // what `run --bisect` exits instead, and why ("" = the same)
+};
 
-// The status for "the run could not be carried out".
-inline int cannot_run(bool bisect) { return bisect ? kExitBisectSkip : kExitCannotRun; }
+// Every status kvcheck exits with, in order.
+std::span<const ExitCodeRow> exit_code_table();
+
+// The `--help` footer: "Exit codes:" and one aligned, wrapped entry per row.
+std::string exit_codes_help();
+
+// README's table (Markdown, ending in a newline).
+std::string exit_codes_markdown();
+
+// The status `run --bisect` exits with for `code`: 2 and 3 become 125 (this commit cannot test
+// this input or cannot run here: skip it), 4 becomes 1 (the commit under test broke kvcheck's
+// own invariants: bad); the rest are unchanged.
+int bisect_status(int code);
+
+// What kvcheck says on stderr when its own invariant broke (exit 4): the error and a request to
+// report it as a bug.
+std::string internal_error_message(const std::string& what);
 
 }  // namespace kv::cli

@@ -2,6 +2,7 @@
 #include "cli/load_scenarios.h"
 
 #include <exception>
+#include <stdexcept>
 #include <variant>
 
 #include "scenario/parse.h"
@@ -17,6 +18,8 @@ LoadResult load_scenarios(const std::vector<std::string>& paths) {
         out.errors.push_back(format_error(*err, path));
       else
         out.valid.push_back({path, std::get<Scenario>(std::move(parsed))});
+    } catch (const std::logic_error&) {
+      throw;  // an invariant of kvcheck's own: exit 4 (app.cpp)
     } catch (const std::exception& e) {
       // The parser reports through ScenarioError; this only catches what it did not foresee.
       out.errors.push_back(path + ": " + e.what());

@@ -25,7 +25,9 @@
 #include "check/harness.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/fault_injection.h"
 #include "cli/load_scenarios.h"
+#include "cli/result_paths.h"
 #include "plugin/placement.h"
 #include "plugin/sha256.h"
 #include "plugin/worker.h"
@@ -39,22 +41,16 @@ namespace kv::cli {
 
 namespace fs = std::filesystem;
 
-std::string result_file_name(const std::string& scenario_name) {
-  std::string s = scenario_name.empty() ? "scenario" : scenario_name;
-  for (char& c : s) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-    if (!keep) c = '_';
-  }
-  if (s == "." || s == "..") s = "scenario";
-  return s + ".json";
-}
-
 namespace {
 
 // A worker that could not carry out its run has said why on stderr already.
 struct WorkerCannotRun : std::runtime_error {
   WorkerCannotRun() : std::runtime_error("the worker could not carry out the run") {}
+};
+
+// A worker in which an invariant of kvcheck's own broke (a std::logic_error): exit 4.
+struct WorkerInternalError : std::logic_error {
+  using std::logic_error::logic_error;
 };
 
 void warn_mismatch(const std::string& scenario, Expectation expected) {
@@ -173,6 +169,7 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
 // backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
 RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
                   const BackendOptions& b, ProgressRecord* record = nullptr) {
+  inject_fault_if_asked();  // tests only (fault_injection.h)
   const HarnessHooks hooks = progress_hooks(s.name, s.workload.epochs, record);
   if (!lib) return run_scenario(s, builtin, hooks);
   PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
@@ -216,7 +213,7 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 
 // The worker's part: everything that touches the device and the backend. Its message is JSON:
 // {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
-// {"outcome": "cannot_run"} (said on stderr).
+// {"outcome": "cannot_run"} (said on stderr) | {"outcome": "internal_error", "message"}.
 std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::string& sha256,
                            ProgressRecord& record, const ConsoleStyle& style) {
   nlohmann::json msg;
@@ -258,6 +255,9 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
                                      "launched: {}, epoch {}, step {}): {}",
                                      last, record.epoch.load(), record.step.load(), e.what())}};
     }
+  } catch (const std::logic_error& e) {
+    // kvcheck's own invariant (block pool, scheduler): a bug of kvcheck, not of the backend.
+    msg = {{"outcome", "internal_error"}, {"message", e.what()}};
   } catch (...) {
     log_run_failure();
     msg = {{"outcome", "cannot_run"}};
@@ -332,6 +332,8 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
       const nlohmann::json msg = nlohmann::json::parse(out.message);
       const std::string outcome = msg.at("outcome").get<std::string>();
       if (outcome == "cannot_run") throw WorkerCannotRun();
+      if (outcome == "internal_error")
+        throw WorkerInternalError(msg.at("message").get<std::string>());
       if (outcome == "result")
         return {.name = s.name,
                 .expected = s.expect,
@@ -371,6 +373,10 @@ BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
 }
 
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
+  // Where every result goes, checked before a device is made or a step is run.
+  std::vector<std::string> names;
+  for (const auto& l : scenarios) names.push_back(l.scenario.name);
+  const std::vector<fs::path> files = prepare_result_files(opts.out_dir, names);
   std::vector<RunOptions> per_scenario;
   for (const auto& l : scenarios) {
     per_scenario.push_back(opts);
@@ -392,10 +398,6 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
     } catch (const std::exception&) {
     }
   }
-  const fs::path out_dir = opts.out_dir;
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw WriteError("cannot create result folder " + out_dir.string() + ": " + ec.message());
 
   const ConsoleStyle style = console_style_for(std::cout);
   nlohmann::json documents = nlohmann::json::array();
@@ -414,7 +416,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
       rep = report_of(run_one(s, *device, nullptr, opts.backend), style);
     }
 
-    const fs::path file = out_dir / result_file_name(rep.name);
+    const fs::path& file = files[i];
     if (!written.insert(file.string()).second)
       spdlog::warn("{}: another scenario in this run has the same name; {} is overwritten "
                    "(give the scenarios distinct \"name\"s)",
@@ -456,10 +458,13 @@ int run_scenarios(const RunOptions& opts) {
     return run_all(opts, scenarios);
   } catch (const WorkerCannotRun&) {
     // The worker said why.
+  } catch (const std::logic_error& e) {
+    spdlog::error("{}", internal_error_message(e.what()));
+    return kExitInternalError;
   } catch (...) {
     log_run_failure();
   }
-  return cannot_run(opts.bisect);
+  return kExitCannotRun;
 }
 
 }  // namespace kv::cli

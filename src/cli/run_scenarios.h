@@ -28,7 +28,7 @@ struct RunOptions {
   Overrides overrides;
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
   bool json = false;    // result document(s) on stdout instead of the table
-  bool bisect = false;  // "could not run" exits 125 (git bisect skip) instead of 3
+  bool bisect = false;  // exit codes mapped for git bisect run (exit_codes.h; app.cpp maps)
   // Each scenario that switches regressions on runs a second time with them off, expecting clean
   // ("<name>.clean"): with a backend, the clean side is what judges the backend's ops on every
   // shape the regression scenarios cover (MLA, fp8, hybrid pools ...).
@@ -37,10 +37,8 @@ struct RunOptions {
   bool no_backend = false;  // --no-backend: ignore the scenarios' `backend`
 };
 
+// The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an
+// invariant of kvcheck's own broke (std::logic_error, in this process or in a worker).
 int run_scenarios(const RunOptions& opts);
-
-// The result file of a scenario: characters other than [A-Za-z0-9._-] in its name become '_',
-// so a name can never escape the output folder.
-std::string result_file_name(const std::string& scenario_name);
 
 }  // namespace kv::cli

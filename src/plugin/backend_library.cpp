@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/abi_caps.h"
+#include "io/input_file.h"
 #include "plugin/sha256.h"
 
 namespace kv {
@@ -62,7 +63,9 @@ BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int
     throw BackendLoadError(fmt::format("backend {}: {}", path, what));
   };
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) fail("no such file");
+  // A regular file only, checked without blocking: dlopen of a FIFO would wait for a writer.
+  InputFileError not_regular;
+  if (!InputFile::open(path, not_regular)) fail(not_regular.message);
   path_ = fs::absolute(path, ec).lexically_normal().string();  // dlopen searches bare names
   try {
     sha256_ = sha256.empty() ? sha256_file(path_) : sha256;

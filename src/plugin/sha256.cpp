@@ -1,11 +1,16 @@
 // sha256.cpp — FIPS 180-4 SHA-256, streaming over a file in 64 KiB reads.
 #include "plugin/sha256.h"
 
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <vector>
+
+#include "io/input_file.h"
 
 namespace kv {
 namespace {
@@ -94,14 +99,19 @@ std::string sha256_hex(const uint8_t* data, size_t n) {
 }
 
 std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
+  // A regular file only: a FIFO would block here and a device never end.
+  InputFileError error;
+  const std::optional<InputFile> file = InputFile::open(path, error);
+  if (!file) throw std::runtime_error(path + ": " + error.message);
   Sha256 h;
-  std::vector<char> buf(1 << 16);
-  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
-    h.update(reinterpret_cast<const uint8_t*>(buf.data()), static_cast<size_t>(in.gcount()));
-  if (in.bad()) throw std::runtime_error("error reading " + path);
-  return h.hex();
+  std::vector<uint8_t> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = ::read(file->fd(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("error reading " + path + ": " + std::strerror(errno));
+    if (n == 0) return h.hex();
+    h.update(buf.data(), static_cast<size_t>(n));
+  }
 }
 
 }  // namespace kv

@@ -16,6 +16,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "io/interrupt.h"
+
 namespace kv {
 namespace {
 
@@ -123,9 +125,11 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
     throw std::runtime_error(std::string("cannot start a worker (fork): ") + std::strerror(err));
   }
   if (pid == 0) {
+    reset_interrupt_handlers();  // the worker dies by SIGINT/SIGTERM; its parent cleans up
     ::close(fds[0]);
     worker_main(fds[1], work);
   }
+  set_running_child(pid);  // an interrupt of the parent kills it
   ::close(fds[1]);
 
   std::string bytes;
@@ -152,6 +156,7 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
   while (open && read_some(fds[0], bytes)) {
   }
   ::close(fds[0]);
+  set_running_child(0);
 
   WorkerOutcome out;
   if (hung) {

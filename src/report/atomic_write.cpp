@@ -1,4 +1,6 @@
-// atomic_write.cpp — temp file + fsync + rename, with POSIX calls so every step's error is seen.
+// atomic_write.cpp — temp file + fsync + rename + fsync of the folder, with POSIX calls so every
+// step's error is seen. The temp file is registered with the interrupt handler (io/interrupt.h):
+// SIGINT or SIGTERM mid-write removes it.
 #include "report/atomic_write.h"
 
 #include <fcntl.h>
@@ -8,6 +10,8 @@
 #include <cstring>
 #include <random>
 #include <string>
+
+#include "io/interrupt.h"
 
 namespace kv {
 
@@ -36,11 +40,30 @@ static void write_all(int fd, std::string_view data, const fs::path& tmp) {
   }
 }
 
+// The rename is durable once the folder's entry is on disk. A file system that cannot fsync a
+// folder (EINVAL) has nothing more to flush.
+static void sync_folder(const fs::path& path) {
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw WriteError(os_error("cannot open the folder of", path, errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) throw WriteError(os_error("cannot flush the folder of", path, err));
+}
+
 void atomic_write(const fs::path& path, std::string_view contents) {
-  if (path.filename().empty()) throw WriteError("cannot write " + path.string() + ": not a file name");
+  if (path.filename().empty())
+    throw WriteError("cannot write " + path.string() + ": not a file name");
   const fs::path tmp = temp_path_for(path);
+  // Registered before it exists: an interrupt between open() and here must not leave it behind.
+  set_pending_temp_file(tmp.c_str());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw WriteError(os_error("cannot create", tmp, errno));
+  if (fd < 0) {
+    const int err = errno;
+    clear_pending_temp_file();
+    throw WriteError(os_error("cannot create", tmp, err));
+  }
   try {
     write_all(fd, contents, tmp);
     if (::fsync(fd) != 0) throw WriteError(os_error("cannot flush", tmp, errno));
@@ -54,8 +77,11 @@ void atomic_write(const fs::path& path, std::string_view contents) {
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
+    clear_pending_temp_file();
     throw;
   }
+  clear_pending_temp_file();
+  sync_folder(path);
 }
 
 }  // namespace kv

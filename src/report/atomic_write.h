@@ -14,8 +14,9 @@ struct WriteError : std::runtime_error {
 };
 
 // Writes `contents` to a temporary file in the same folder as `path` (rename is only atomic within
-// one file system), flushes it to disk, then renames it over `path`. The folder must exist. On any
-// failure the temporary file is removed and WriteError is thrown; `path` is left untouched.
+// one file system), flushes it to disk, renames it over `path` and flushes the folder. The folder
+// must exist. On any failure before the rename the temporary file is removed and WriteError is
+// thrown; `path` is left untouched. SIGINT/SIGTERM meanwhile remove it too (io/interrupt.h).
 void atomic_write(const std::filesystem::path& path, std::string_view contents);
 
 }  // namespace kv

@@ -34,6 +34,7 @@ struct ValueForm {
 
   std::vector<std::string> choices;  // choice: every spelling, in name-table order
   std::size_t min_length = 0;        // string
+  std::size_t max_length = 0;        // string, in bytes; 0: no limit of its own
 
   std::shared_ptr<const ValueForm> items;  // array: what each element is
   std::size_t min_items = 0;

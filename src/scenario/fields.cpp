@@ -118,13 +118,22 @@ Field<CheckSpec> tolerance_field() {
           .doc = "Relative L2 tolerance per token and head."};
 }
 
+// The name is the result file's (<name>.json, and <name>.clean.json under --clean-twins): with
+// its temporary name (".<file>.tmp.<pid>.<random>") it must stay within NAME_MAX (255 bytes).
+constexpr std::size_t kMaxNameBytes = 200;
+
 Field<Scenario> name_field() {
   ValueForm form = plain_form(ValueForm::Kind::string);
   form.min_length = 1;
+  form.max_length = kMaxNameBytes;
   return {.key = "name",
           .read = [](const Json& v, const std::string& p, Scenario& out) {
             out.name = read_string(v, p);
             if (out.name.empty()) fail(p, "got \"\" (a string), expected a non-empty name");
+            if (out.name.size() > kMaxNameBytes)
+              fail(p, fmt::format("got a name of {} bytes, expected at most {} (it names the "
+                                  "result file, <name>.json, and a file name has at most 255)",
+                                  out.name.size(), kMaxNameBytes));
           },
           .value_of = [](const Scenario& s) { return Json(s.name); },
           .forms = {form},

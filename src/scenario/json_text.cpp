@@ -29,8 +29,14 @@ class DuplicateKeyWatch {
   bool on_event(nlohmann::json::parse_event_t event, const Json& parsed) {
     using E = nlohmann::json::parse_event_t;
     switch (event) {
-      case E::object_start: open_.push_back({false, 0, {}, {}}); break;
-      case E::array_start: open_.push_back({true, 0, {}, {}}); break;
+      case E::object_start:
+        open_.push_back({false, 0, {}, {}});
+        check_depth();
+        break;
+      case E::array_start:
+        open_.push_back({true, 0, {}, {}});
+        check_depth();
+        break;
       case E::key: {
         Frame& f = open_.back();
         f.key = parsed.get<std::string>();
@@ -52,12 +58,7 @@ class DuplicateKeyWatch {
   const std::optional<ScenarioError>& first_duplicate() const { return first_; }
 
   // The pointer of the value being read: the key or element whose value has not completed.
-  std::string pointer() const {
-    std::string p;
-    for (const Frame& f : open_)
-      p = f.is_array ? child_pointer(p, f.index) : child_pointer(p, f.key);
-    return p;
-  }
+  std::string pointer() const { return pointer_of(open_); }
 
  private:
   struct Frame {
@@ -66,6 +67,23 @@ class DuplicateKeyWatch {
     std::string key;    // objects: the key being read
     std::set<std::string> seen;
   };
+
+  // Called with the new array or object open, before any of its contents are read: the parse
+  // stops there, so nothing deeper is built.
+  void check_depth() const {
+    if (open_.size() <= kMaxJsonDepth) return;
+    std::vector<Frame> outer(open_.begin(), open_.end() - 1);
+    fail(pointer_of(outer), fmt::format("arrays and objects nest deeper than {} levels here; a "
+                                        "scenario needs a handful (is this the right file?)",
+                                        kMaxJsonDepth));
+  }
+
+  static std::string pointer_of(const std::vector<Frame>& frames) {
+    std::string p;
+    for (const Frame& f : frames)
+      p = f.is_array ? child_pointer(p, f.index) : child_pointer(p, f.key);
+    return p;
+  }
 
   void element_done() {
     if (!open_.empty() && open_.back().is_array) ++open_.back().index;

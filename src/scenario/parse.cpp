@@ -1,15 +1,13 @@
 // parse.cpp — the entry points of scenario reading: text or file in, Scenario or first error out.
 #include "scenario/parse.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <system_error>
+#include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "io/input_file.h"
 #include "scenario/fields.h"
 #include "scenario/json_text.h"
 #include "scenario/validate.h"
@@ -18,7 +16,7 @@ namespace kv {
 namespace {
 
 // A scenario is a page of JSON; anything this big is the wrong file, not a scenario.
-constexpr std::uintmax_t kMaxFileBytes = 4u << 20;
+constexpr std::size_t kMaxFileBytes = 4u << 20;
 
 Scenario default_scenario(const std::string& source_path) {
   Scenario s;
@@ -44,28 +42,22 @@ std::variant<Scenario, ScenarioError> parse_scenario(std::string_view text,
     return s;
   } catch (const ScenarioFailure& f) {
     return f.error;
+  } catch (const std::logic_error&) {  // a broken invariant of ours: kvcheck exits 4
+    throw;
   } catch (const std::exception& e) {  // a bug of ours; still a result, not a crash
     return ScenarioError{"", std::string("internal error while reading the scenario: ") + e.what()};
   }
 }
 
 std::variant<Scenario, ScenarioError> load_scenario(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status))
-    return ScenarioError{"", "no such file"};
-  if (fs::is_directory(status))
-    return ScenarioError{"", "is a directory, not a scenario file"};
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size > kMaxFileBytes)
-    return ScenarioError{"", fmt::format("the file has {} bytes; a scenario is at most {}", size,
-                                         kMaxFileBytes)};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ScenarioError{"", std::string("cannot open the file: ") + std::strerror(errno)};
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) return ScenarioError{"", "cannot read the file"};
-  return parse_scenario(text, path);
+  InputFileError error;
+  const std::optional<std::string> text = read_input_file(path, kMaxFileBytes, error);
+  if (!text) {
+    if (error.message.starts_with("is larger than"))
+      error.message += " (4 MiB); a scenario is a page of JSON: is this the right file?";
+    return ScenarioError{"", error.message};
+  }
+  return parse_scenario(*text, path);
 }
 
 std::string format_error(const ScenarioError& error, const std::string& path) {

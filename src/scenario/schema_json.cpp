@@ -35,6 +35,8 @@ Json form_schema(const ValueForm& f) {
     case Kind::string: {
       Json s = {{"type", "string"}};
       if (f.min_length > 0) s["minLength"] = f.min_length;
+      // JSON Schema counts characters, kvcheck bytes: the same for the ASCII a name should be.
+      if (f.max_length > 0) s["maxLength"] = f.max_length;
       return s;
     }
     case Kind::choice: return {{"enum", f.choices}};

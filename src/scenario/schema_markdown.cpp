@@ -46,7 +46,10 @@ std::string form_text(const ValueForm& f, bool plural = false) {
                                    f.exclusive_maximum ? "<" : "≤", number_text(f.maximum)),
                        f);
     case Kind::boolean: return "boolean";
-    case Kind::string: return f.min_length > 0 ? "non-empty string" : "string";
+    case Kind::string: {
+      const std::string text = f.min_length > 0 ? "non-empty string" : "string";
+      return f.max_length > 0 ? fmt::format("{} of at most {} bytes", text, f.max_length) : text;
+    }
     case Kind::choice: {
       std::string text;
       for (const std::string& c : f.choices)

@@ -6,6 +6,7 @@
 
 #include "cli/device_factory.h"
 #include "cli/name_option.h"
+#include "cli/result_paths.h"
 #include "cli/run_scenarios.h"
 
 namespace kv::cli {

@@ -72,6 +72,10 @@ Probes probes_for(const ValueForm& f) {
     case Kind::string: {
       Probes p{{"x"}, {1, nullptr}};
       (f.min_length > 0 ? p.refused : p.accepted).push_back("");
+      if (f.max_length > 0) {
+        p.accepted.push_back(std::string(f.max_length, 'x'));
+        p.refused.push_back(std::string(f.max_length + 1, 'x'));
+      }
       return p;
     }
     case Kind::choice: {

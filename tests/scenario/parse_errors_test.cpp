@@ -344,10 +344,15 @@ TEST(BadScenario, SharedPrefixIsFreeWithoutGroups) {
 }
 
 TEST(BadScenario, DeepNestingAndGarbageDoNotCrash) {
+  // Refused where the 65th level opens, before anything deeper is built.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const auto r = parse_scenario(deep, "");
   ASSERT_TRUE(std::holds_alternative<ScenarioError>(r));
-  EXPECT_EQ(std::get<ScenarioError>(r).pointer, "");
+  std::string pointer;
+  for (int i = 0; i < 64; ++i) pointer += "/0";
+  EXPECT_EQ(std::get<ScenarioError>(r).pointer, pointer);
+  EXPECT_NE(std::get<ScenarioError>(r).message.find("nest deeper than 64 levels"),
+            std::string::npos);
 
   const std::string bytes = "{\"format\": 1, \"name\": \"\xff\xfe\"}";
   const auto g = parse_scenario(bytes, "");

@@ -278,7 +278,7 @@ TEST_F(LoadScenario, MissingFileAndDirectoryAreClearErrors) {
 
   const auto d = load_scenario(dir_.string());
   ASSERT_TRUE(std::holds_alternative<ScenarioError>(d));
-  EXPECT_EQ(std::get<ScenarioError>(d).message, "is a directory, not a scenario file");
+  EXPECT_EQ(std::get<ScenarioError>(d).message, "is a directory, not a regular file");
 }
 
 TEST_F(LoadScenario, EmptyFileIsASyntaxErrorAtLineOne) {

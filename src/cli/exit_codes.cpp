@@ -1,0 +1,92 @@
+// exit_codes.cpp — the exit-code table and its two renderings.
+#include "cli/exit_codes.h"
+
+#include <array>
+#include <sstream>
+
+namespace kv::cli {
+namespace {
+
+constexpr std::array<ExitCodeRow, 8> kTable = {{
+    {kExitOk, "every verdict matches its scenario's expectation", ""},
+    {kExitMismatch,
+     "a verdict does not: corruption where clean was expected, or an expected corruption not "
+     "found; or a verdict is error: the code under test (a backend op) crashed, exited the "
+     "process, returned an error status or hung, whatever the scenario expects",
+     ""},
+    {kExitBadInput,
+     "bad input or usage: an invalid scenario, an unknown field, regression or option, a file "
+     "that is not a regular file or is too large; nothing is run and no result file is written",
+     "125, skip: this commit cannot understand the input (an older commit that lacks a field "
+     "or a regression)"},
+    {kExitCannotRun,
+     "the run cannot be carried out: device error, no GPU for --device cuda, out of memory, a "
+     "backend that does not load or cannot take the scenario, output (result folder or stdout) "
+     "not writable, --max-seconds reached",
+     "125, skip"},
+    {kExitInternalError,
+     "an internal error of kvcheck itself (an assertion or invariant of the engine, block pool "
+     "or scheduler broke): a kvcheck bug, please report it",
+     "1, bad: the commit under test broke kvcheck's own invariants"},
+    {kExitBisectSkip, "only under --bisect, instead of 2 or 3: git bisect skips the commit", ""},
+    {kExitSigint,
+     "interrupted by SIGINT: no result file is left half-written, temporary files are removed",
+     ""},
+    {kExitSigterm, "interrupted by SIGTERM (the same)", ""},
+}};
+
+// Wraps `text` at `width` columns, every line after the first indented by `indent` spaces.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+  std::istringstream words(text);
+  std::string out, line, word;
+  while (words >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
+}  // namespace
+
+std::span<const ExitCodeRow> exit_code_table() { return kTable; }
+
+std::string exit_codes_help() {
+  constexpr std::size_t kIndent = 7;  // "  125  "
+  std::string out = "Exit codes:\n";
+  for (const ExitCodeRow& r : kTable) {
+    std::string code = std::to_string(r.code);
+    code.resize(kIndent - 2, ' ');
+    std::string text = r.meaning;
+    if (*r.under_bisect) text += ". With --bisect: " + std::string(r.under_bisect);
+    out += "  " + code + wrap(text, 92 - kIndent, kIndent) + "\n";
+  }
+  return out;
+}
+
+std::string exit_codes_markdown() {
+  std::string out = "| code | meaning | under `--bisect` |\n|---|---|---|\n";
+  for (const ExitCodeRow& r : kTable)
+    out += "| " + std::to_string(r.code) + " | " + r.meaning + " | " +
+           (*r.under_bisect ? r.under_bisect : "the same") + " |\n";
+  return out;
+}
+
+int bisect_status(int code) {
+  switch (code) {
+    case kExitBadInput:
+    case kExitCannotRun: return kExitBisectSkip;
+    case kExitInternalError: return kExitMismatch;
+    default: return code;
+  }
+}
+
+std::string internal_error_message(const std::string& what) {
+  return "internal error: " + what +
+         "\n  this is a kvcheck bug, please report it with the command and the scenario files "
+         "(exit 4)";
+}
+
+}  // namespace kv::cli
