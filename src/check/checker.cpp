@@ -193,7 +193,7 @@ std::vector<RefSequence*> Checker::extend_references(const StepPlan& plan,
   return refs;
 }
 
-void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& out,
+void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;

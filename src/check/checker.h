@@ -35,7 +35,7 @@ class Checker {
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
-  void check_step(int32_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched);
+  void check_step(int64_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched);
   // Figures of the epoch; the requests hold their final outputs.
   EpochStats end_epoch(const std::vector<Request>& requests);
 
@@ -49,7 +49,8 @@ class Checker {
 
  private:
   struct Where {
-    int32_t step, request, position, layer, head;
+    int64_t step;
+    int32_t request, position, layer, head;
     CheckSite site;
     bool padded;
   };

@@ -99,7 +99,9 @@ HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs,
                   format_error_value(e.max_rel_error), format_duration(e.seconds));
   };
   if (record)
-    hooks.on_step = [record](int32_t epoch, int32_t step) { record->set_step(epoch, step); };
+    hooks.on_step = [record](int32_t epoch, int64_t step, int64_t) {
+      record->set_step(epoch, step);
+    };
   return hooks;
 }
 
