@@ -38,6 +38,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   RunResult result = result_header(s, device.name());
   Engine engine(s, device);
   Checker checker(s, engine.weights());
+  if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
@@ -47,7 +48,8 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     double check_seconds = 0.0;
     const auto t_epoch = std::chrono::steady_clock::now();
     const EpochCounters c = engine.run_epoch(
-        requests, [&](int64_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched) {
+        requests, [&](int64_t step, const StepPlan& plan, const StepOutputs& out,
+                      const Scheduler& sched) {
           const auto t_check = std::chrono::steady_clock::now();
           checker.check_step(step, plan, out, sched);
           check_seconds += seconds_since(t_check);

@@ -1,4 +1,5 @@
-// cmd_validate.cpp — `kvcheck validate FILE...`: parse and check scenarios, run nothing.
+// cmd_validate.cpp — `kvcheck validate FILE...`: parse and check scenarios, run nothing; print
+// each valid one's estimated memory and work (report/cost_text.h).
 #include <iostream>
 #include <memory>
 
@@ -8,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
+#include "report/cost_text.h"
 
 namespace kv::cli {
 
@@ -19,7 +21,10 @@ Command add_validate_command(CLI::App& parent) {
 
   auto action = [files]() {
     LoadResult loaded = load_scenarios(*files);
-    for (const auto& l : loaded.valid) std::cout << "ok " << l.path << '\n';
+    for (const auto& l : loaded.valid) {
+      std::cout << "ok " << l.path << '\n';
+      print_run_cost(std::cout, estimate_run_cost(l.scenario));
+    }
     std::cout.flush();
     for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
     return loaded.ok() ? kExitOk : kExitBadInput;
