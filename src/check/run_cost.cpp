@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kFloat = 4, kDouble = 8, kInt = 4;
 // The program itself, libraries and allocator arenas: the peak RSS of a tiny scenario's run
-// (results/run_cost_vs_rss.md), less what the items below count for it.
+// (results/run-cost.md), less what the items below count for it.
 constexpr int64_t kProgramBytes = 6 << 20;
 // A std::map node or a heap block's bookkeeping, and a std::vector's own three pointers.
 constexpr int64_t kNodeBytes = 64, kVectorBytes = 24;

@@ -6,7 +6,7 @@
 // refusal can say what to lower. "On the device" items live where the ops run: host memory with
 // --device host, GPU memory with --device cuda. Sums over many requests use the mean of each
 // drawn range; what one request or one step holds at most uses the range's maximum. Compared with
-// the measured peak RSS in results/run_cost_vs_rss.md.
+// the measured peak RSS in results/run-cost.md.
 #pragma once
 
 #include <cstdint>

@@ -13,8 +13,8 @@ void print_run_cost(std::ostream& out, const RunCost& c, const char* indent) {
                      format_bytes(c.host_bytes()));
   for (const MemoryItem& i : c.memory) {
     if (i.bytes <= 0) continue;
-    out << fmt::format("{}  {:<7} {:<20} {:>10}  {}\n", indent, i.on_device ? "device" : "host",
-                       i.what, format_bytes(i.bytes), i.fields);
+    out << fmt::format("{}  {:<7} {:<20} {:>10}{}\n", indent, i.on_device ? "device" : "host",
+                       i.what, format_bytes(i.bytes), i.fields.empty() ? "" : "  " + i.fields);
   }
   out << fmt::format("{}estimated work: {} epoch(s) x about {} token positions in about {} steps; "
                      "reference: {} request(s), about {} position pairs per epoch\n",

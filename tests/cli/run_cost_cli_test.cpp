@@ -37,6 +37,7 @@ TEST_F(RunCost, ValidatePrintsTheEstimate) {
   EXPECT_TRUE(contains(r.out, "KV cache")) << r.out;
   EXPECT_TRUE(contains(r.out, "cache.num_blocks")) << r.out;
   EXPECT_TRUE(contains(r.out, "estimated work: 2 epoch(s)")) << r.out;
+  EXPECT_FALSE(contains(r.out, "note:")) << r.out;
 }
 
 TEST_F(RunCost, ACacheNoMachineHoldsIsValidButCannotRunHere) {
@@ -44,6 +45,7 @@ TEST_F(RunCost, ACacheNoMachineHoldsIsValidButCannotRunHere) {
   const CliRun v = kvcheck("validate huge.json");
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_TRUE(contains(v.out, "PiB")) << v.out;
+  EXPECT_TRUE(contains(v.out, "note: more than this machine's")) << v.out;
   const CliRun r = kvcheck("run huge.json");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_TRUE(contains(r.err, "this machine has")) << r.err;
