@@ -453,6 +453,10 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   int status = kExitOk;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     Scenario& s = scenarios[i].scenario;
+    if (deadline.passed())  // before building the next engine, which can take a while itself
+      throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
+                                         "scenario(s) done",
+                                         deadline.seconds, s.name, i, scenarios.size()));
     ScenarioReport rep;
     if (isolated) {
       const RunOptions& o = per_scenario[i];
