@@ -143,6 +143,23 @@ void refuse_what_does_not_fit(const std::vector<LoadedScenario>& scenarios,
   }
 }
 
+// make_device, whose "use --device host" hint for a missing GPU holds only if the host can run
+// the scenarios: where it cannot, the message says so instead of leaving the hint bare.
+std::unique_ptr<Device> make_device_for(const RunOptions& opts,
+                                        const std::vector<LoadedScenario>& scenarios) {
+  try {
+    return make_device(opts.device);
+  } catch (const DeviceUnavailable& e) {
+    MemoryLimits host = memory_limits(opts, nullptr);
+    host.device_is_host = true;
+    for (const auto& l : scenarios)
+      if (auto why = memory_refusal(l.scenario.name, estimate_run_cost(l.scenario), host))
+        throw DeviceUnavailable(std::string(e.what()) + "; but --device host cannot run it "
+                                "either: " + *why);
+    throw;
+  }
+}
+
 // Validation only: every file parsed, every override and path-selecting environment variable
 // checked, nothing run.
 bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
@@ -263,7 +280,8 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
                            const ConsoleStyle& style) {
   nlohmann::json msg;
   try {
-    std::unique_ptr<Device> device = make_device(opts.device);
+    std::unique_ptr<Device> device =
+        make_device_for(opts, {LoadedScenario{.path = s.source_path, .scenario = s}});
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
     refuse_what_does_not_fit({LoadedScenario{.path = s.source_path, .scenario = s}},
                              memory_limits(opts, device.get()));
@@ -429,7 +447,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   // Before anything of a scenario is allocated: host memory and the budget here, a worker's
   // device in the worker.
   if (isolated) refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
-  std::unique_ptr<Device> device = isolated ? nullptr : make_device(opts.device);
+  std::unique_ptr<Device> device = isolated ? nullptr : make_device_for(opts, scenarios);
   if (device) refuse_what_does_not_fit(scenarios, memory_limits(opts, device.get()));
   // Each library's digest, once for all its scenarios (a GPU backend can be hundreds of MB); if
   // the file cannot be read, each worker's load says why.

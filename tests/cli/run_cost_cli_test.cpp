@@ -53,6 +53,15 @@ TEST_F(RunCost, ACacheNoMachineHoldsIsValidButCannotRunHere) {
   EXPECT_FALSE(contains(r.err, "--device host")) << r.err;
   EXPECT_TRUE(files_under("results").empty());
   EXPECT_EQ(kvcheck("run huge.json --bisect").exit_code, 125);
+  // No GPU here (or none built): its "use --device host" must not stand alone.
+  const CliRun cuda = kvcheck("run huge.json --device cuda");
+  EXPECT_EQ(cuda.exit_code, 3) << cuda.err;
+  if (contains(cuda.err, "--device cuda: ")) {  // no GPU: else the device's free memory refuses
+    EXPECT_TRUE(contains(cuda.err, "but --device host cannot run it either: huge needs about"))
+        << cuda.err;
+    write("a.json", kTinyScenario);
+    EXPECT_FALSE(contains(kvcheck("run a.json --device cuda").err, "cannot run it either"));
+  }
 }
 
 TEST_F(RunCost, MaxMemoryRefusesWhatIsAboveTheBudget) {
