@@ -188,12 +188,17 @@ std::vector<RefSequence*> Checker::extend_references(const StepPlan& plan,
       if (pos < c.start || q.empty()) return nullptr;
       return q.data() + (first_row + static_cast<size_t>(pos - c.start)) * q_dim;
     };
-    refs[j]->extend(tokens, c.start + c.num_tokens, hint);
+    // Position by position (the same positions in the same order), so that a long prefill's
+    // O(length^2) reference can be interrupted between two of them.
+    for (int32_t n = refs[j]->length() + 1; n <= c.start + c.num_tokens; ++n) {
+      if (interrupt_) interrupt_();
+      refs[j]->extend(tokens, n, hint);
+    }
   });
   return refs;
 }
 
-void Checker::check_step(int32_t step, const StepPlan& plan, const StepOutputs& out,
+void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;

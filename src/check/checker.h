@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -35,11 +36,15 @@ class Checker {
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
-  void check_step(int32_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched);
+  void check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
+                  const Scheduler& sched);
   // Figures of the epoch; the requests hold their final outputs.
   EpochStats end_epoch(const std::vector<Request>& requests);
 
   const std::optional<Failure>& first_failure() const { return first_failure_; }
+  // Called before each reference position is computed, from any worker thread; it may throw to
+  // end the run (--max-seconds), and check_step then rethrows it.
+  void set_interrupt(std::function<void()> f) { interrupt_ = std::move(f); }
   double tolerance() const { return tol_; }
   // Whether `request` is checked against the reference this epoch (all of them in full mode).
   bool checked(int32_t request) const { return checked_.at(static_cast<size_t>(request)) != 0; }
@@ -49,7 +54,8 @@ class Checker {
 
  private:
   struct Where {
-    int32_t step, request, position, layer, head;
+    int64_t step;
+    int32_t request, position, layer, head;
     CheckSite site;
     bool padded;
   };
@@ -77,6 +83,7 @@ class Checker {
   std::map<int32_t, std::vector<int32_t>> first_epoch_tokens_;
   EpochStats stats_;
   std::optional<Failure> first_failure_;
+  std::function<void()> interrupt_;
 };
 
 }  // namespace kv

@@ -38,19 +38,23 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   RunResult result = result_header(s, device.name());
   Engine engine(s, device);
   Checker checker(s, engine.weights());
+  if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
     checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
-    if (hooks.on_step) hooks.on_step(epoch, 0);
+    if (hooks.on_step) hooks.on_step(epoch, 0, 0);
+    int64_t tokens = 0;
     double check_seconds = 0.0;
     const auto t_epoch = std::chrono::steady_clock::now();
     const EpochCounters c = engine.run_epoch(
-        requests, [&](int32_t step, const StepPlan& plan, const StepOutputs& out, const Scheduler& sched) {
+        requests, [&](int64_t step, const StepPlan& plan, const StepOutputs& out,
+                      const Scheduler& sched) {
           const auto t_check = std::chrono::steady_clock::now();
           checker.check_step(step, plan, out, sched);
           check_seconds += seconds_since(t_check);
-          if (hooks.on_step) hooks.on_step(epoch, step + 1);
+          tokens += plan.num_rows;
+          if (hooks.on_step) hooks.on_step(epoch, step + 1, tokens);
         });
     EpochStats st = checker.end_epoch(requests);
     static_cast<EpochCounters&>(st) = c;

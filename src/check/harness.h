@@ -13,9 +13,14 @@ namespace kv {
 struct HarnessHooks {
   // Called when an epoch ends (for progress logging); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
-  // Called with the epoch (1-based) and the step (0-based) about to run: (e, 0) when epoch e
-  // starts, (e, s + 1) once step s is checked. May be empty. (A worker's progress record.)
-  std::function<void(int32_t epoch, int32_t step)> on_step;
+  // Called with the epoch (1-based), the step (0-based) about to run and the tokens computed so
+  // far in the epoch: (e, 0, 0) when epoch e starts, (e, s + 1, t) once step s is checked. May be
+  // empty. (A worker's progress record, the progress line, --max-seconds: it may throw, and the
+  // run ends there.)
+  std::function<void(int32_t epoch, int64_t step, int64_t tokens)> on_step;
+  // Called often within a step (before each reference position), from worker threads too; it may
+  // throw to end the run mid-step (--max-seconds). May be empty.
+  std::function<void()> interrupt;
 };
 
 // What a result says about the run before anything has run: the scenario, the device, the

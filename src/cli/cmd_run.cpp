@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/memory_fit.h"
 #include "cli/name_option.h"
 #include "cli/run_scenarios.h"
 #include "plugin/placement.h"
@@ -85,6 +86,23 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("--clean-twins", opts->clean_twins,
                 "Also run each scenario that has regressions on with them off, expecting clean "
                 "(as <name>.clean): the side that judges a backend's ops on its shapes");
+  auto max_memory = std::make_shared<std::string>();
+  CLI::Option* max_memory_opt =
+      app->add_option("--max-memory", *max_memory,
+                      "Refuse (exit 3) a scenario whose estimated memory, host and device "
+                      "together (`kvcheck validate` shows it), is above SIZE: bytes or "
+                      "K/M/G/T (binary units), e.g. 8G")
+          ->type_name("SIZE")
+          ->check(CLI::Validator(
+              [](std::string& v) {
+                return parse_memory_size(v) ? std::string()
+                                            : "expected a size such as 512M or 8G, got " + v;
+              },
+              "SIZE", "memory size"));
+  app->add_option("--max-seconds", opts->max_seconds,
+                  "Stop after N seconds of the whole run (exit 3), saying how far it got; the "
+                  "scenario then running writes no result file (for CI gates)")
+      ->check(CLI::Range(1, 31'536'000));
   app->add_flag("--bisect", opts->bisect,
                 "Exit codes for git bisect run: 125 (skip) instead of 2 or 3, 1 (bad) instead "
                 "of 4; see Exit codes below");
@@ -140,6 +158,7 @@ Command add_run_command(CLI::App& parent) {
     if (*expect_opt) o.overrides.expect = *expect;
     if (*reference_opt) o.overrides.reference = *reference;
     if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
+    if (*max_memory_opt) o.max_memory = parse_memory_size(*max_memory);
     if (auto error = check_reference_overrides(o.overrides)) {
       spdlog::error("{}", *error);
       return static_cast<int>(kExitBadInput);

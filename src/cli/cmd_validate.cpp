@@ -1,4 +1,5 @@
-// cmd_validate.cpp — `kvcheck validate FILE...`: parse and check scenarios, run nothing.
+// cmd_validate.cpp — `kvcheck validate FILE...`: parse and check scenarios, run nothing; print
+// each valid one's estimated memory and work (report/cost_text.h).
 #include <iostream>
 #include <memory>
 
@@ -8,6 +9,9 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/load_scenarios.h"
+#include "cli/memory_fit.h"
+#include "report/cost_text.h"
+#include "report/format.h"
 
 namespace kv::cli {
 
@@ -19,7 +23,15 @@ Command add_validate_command(CLI::App& parent) {
 
   auto action = [files]() {
     LoadResult loaded = load_scenarios(*files);
-    for (const auto& l : loaded.valid) std::cout << "ok " << l.path << '\n';
+    const std::optional<int64_t> host = host_available_bytes();
+    for (const auto& l : loaded.valid) {
+      std::cout << "ok " << l.path << '\n';
+      const RunCost cost = estimate_run_cost(l.scenario);
+      print_run_cost(std::cout, cost);
+      if (host && cost.total_bytes() > *host)
+        std::cout << "  note: more than this machine's " << format_bytes(*host)
+                  << " available: `kvcheck run --device host` would refuse it\n";
+    }
     std::cout.flush();
     for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
     return loaded.ok() ? kExitOk : kExitBadInput;

@@ -23,11 +23,14 @@
 #include <spdlog/spdlog.h>
 
 #include "check/harness.h"
+#include "check/run_cost.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/fault_injection.h"
 #include "cli/load_scenarios.h"
+#include "cli/memory_fit.h"
 #include "cli/result_paths.h"
+#include "cli/run_progress.h"
 #include "plugin/placement.h"
 #include "plugin/sha256.h"
 #include "plugin/worker.h"
@@ -73,6 +76,13 @@ void log_run_failure() {
     spdlog::error("{}", e.what());
   } catch (const BackendLoadError& e) {
     spdlog::error("cannot run: {}", e.what());
+  } catch (const MemoryRefused& e) {
+    spdlog::error("cannot run: {}", e.what());
+  } catch (const TimeLimitReached& e) {
+    spdlog::error("{}", e.what());
+  } catch (const OutOfMemory& e) {
+    // No "try --device host": the estimate found it fits (or could not tell), so that is no hint.
+    spdlog::error("device out of memory: {}", e.what());
   } catch (const DeviceError& e) {
     spdlog::error("device error: {}", e.what());
     spdlog::error("  hint: the run could not be carried out; rerun with -v, or try --device host");
@@ -80,23 +90,70 @@ void log_run_failure() {
     spdlog::error("{}", e.what());
     spdlog::error("  hint: choose a writable folder with --out DIR");
   } catch (const std::bad_alloc&) {
-    spdlog::error("out of memory; try a scenario with fewer blocks or requests");
+    spdlog::error("out of host memory (std::bad_alloc) although the scenario's estimated memory "
+                  "fit when the run began (other processes may have taken memory since)");
+    spdlog::error("  hint: `kvcheck validate FILE` itemises the estimate with the fields that "
+                  "size each item; lower those of the largest items, or pass --max-memory");
   } catch (const std::exception& e) {
     spdlog::error("the run could not be carried out: {}", e.what());
   }
 }
 
-HarnessHooks progress_hooks(const std::string& scenario, int32_t epochs,
-                            ProgressRecord* record) {
+// Progress on stderr, the --max-seconds deadline and (in a worker) the shared progress record.
+HarnessHooks progress_hooks(const Scenario& s, const Deadline& deadline, ProgressRecord* record) {
+  auto progress = std::make_shared<RunProgress>(s.name, estimate_run_cost(s), deadline,
+                                                ::isatty(STDERR_FILENO) == 1,
+                                                spdlog::should_log(spdlog::level::info));
   HarnessHooks hooks;
-  hooks.on_epoch = [scenario, epochs](const EpochStats& e) {
-    spdlog::debug("{}: epoch {}/{}: {}/{} requests clean, {} non-finite, max rel err {}, {}",
-                  scenario, e.epoch, epochs, e.clean_requests, e.requests, e.nonfinite_outputs,
-                  format_error_value(e.max_rel_error), format_duration(e.seconds));
+  hooks.on_epoch = [progress](const EpochStats& e) { progress->on_epoch(e); };
+  hooks.on_step = [progress, record](int32_t epoch, int64_t step, int64_t tokens) {
+    if (record) record->set_step(epoch, step);
+    progress->on_step(epoch, step, tokens);
   };
-  if (record)
-    hooks.on_step = [record](int32_t epoch, int32_t step) { record->set_step(epoch, step); };
+  hooks.interrupt = [progress] { progress->check_deadline(); };
   return hooks;
+}
+
+// The limits a scenario's estimated memory must fit on `device` (check/memory_fit.h).
+MemoryLimits memory_limits(const RunOptions& opts, const Device* device) {
+  MemoryLimits l;
+  l.host_available = host_available_bytes();
+  l.budget = opts.max_memory;
+  if (device) {
+    l.device_free = device->free_bytes();
+    l.device_is_host = !l.device_free.has_value();
+  } else {
+    l.device_is_host = opts.device == "host";  // else the worker checks the device's part
+  }
+  return l;
+}
+
+// Check before act: throws MemoryRefused for the first scenario that does not fit.
+void refuse_what_does_not_fit(const std::vector<LoadedScenario>& scenarios,
+                              const MemoryLimits& limits) {
+  for (const auto& l : scenarios) {
+    const RunCost cost = estimate_run_cost(l.scenario);
+    spdlog::debug("{}: estimated memory {} ({} on the device)", l.scenario.name,
+                  format_bytes(cost.total_bytes()), format_bytes(cost.device_bytes()));
+    if (auto why = memory_refusal(l.scenario.name, cost, limits)) throw MemoryRefused(*why);
+  }
+}
+
+// make_device, whose "use --device host" hint for a missing GPU holds only if the host can run
+// the scenarios: where it cannot, the message says so instead of leaving the hint bare.
+std::unique_ptr<Device> make_device_for(const RunOptions& opts,
+                                        const std::vector<LoadedScenario>& scenarios) {
+  try {
+    return make_device(opts.device);
+  } catch (const DeviceUnavailable& e) {
+    MemoryLimits host = memory_limits(opts, nullptr);
+    host.device_is_host = true;
+    for (const auto& l : scenarios)
+      if (auto why = memory_refusal(l.scenario.name, estimate_run_cost(l.scenario), host))
+        throw DeviceUnavailable(std::string(e.what()) + "; but --device host cannot run it "
+                                "either: " + *why);
+    throw;
+  }
 }
 
 // Validation only: every file parsed, every override and path-selecting environment variable
@@ -168,9 +225,10 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
 // Runs one scenario on the built-in device, or on a BackendDevice over it with the ops the
 // backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
 RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
-                  const BackendOptions& b, ProgressRecord* record = nullptr) {
+                  const BackendOptions& b, const Deadline& deadline,
+                  ProgressRecord* record = nullptr) {
   inject_fault_if_asked();  // tests only (fault_injection.h)
-  const HarnessHooks hooks = progress_hooks(s.name, s.workload.epochs, record);
+  const HarnessHooks hooks = progress_hooks(s, deadline, record);
   if (!lib) return run_scenario(s, builtin, hooks);
   PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
   for (const auto& name : b.pinned) req.pinned_builtin.push_back(*abi_op_from_name(name));
@@ -215,11 +273,15 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 // {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
 // {"outcome": "cannot_run"} (said on stderr) | {"outcome": "internal_error", "message"}.
 std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::string& sha256,
-                           ProgressRecord& record, const ConsoleStyle& style) {
+                           const Deadline& deadline, ProgressRecord& record,
+                           const ConsoleStyle& style) {
   nlohmann::json msg;
   try {
-    std::unique_ptr<Device> device = make_device(opts.device);
+    std::unique_ptr<Device> device =
+        make_device_for(opts, {LoadedScenario{.path = s.source_path, .scenario = s}});
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
+    refuse_what_does_not_fit({LoadedScenario{.path = s.source_path, .scenario = s}},
+                             memory_limits(opts, device.get()));
     // None: a scenario without a backend in a run with some.
     std::shared_ptr<BackendLibrary> lib;
     if (!opts.backend.path.empty()) {
@@ -231,7 +293,7 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
     spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
                  device->name(), lib ? " with backend " + lib->name() : std::string(),
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
-    const RunResult result = run_one(s, *device, lib, opts.backend, &record);
+    const RunResult result = run_one(s, *device, lib, opts.backend, deadline, &record);
     const ScenarioReport rep = report_of(result, style);
     msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
   } catch (const BackendOpError& e) {
@@ -303,12 +365,13 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
 
 // One scenario in a worker process; throws WorkerCannotRun when the worker could not run it.
 ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::string& sha256,
-                            const ConsoleStyle& style) {
+                            const Deadline& deadline, const ConsoleStyle& style) {
   SharedProgress shared;
   ProgressRecord& record = shared.record();
   const auto t0 = std::chrono::steady_clock::now();
   const WorkerOutcome out =
-      run_in_worker([&] { return work_in_worker(s, opts, sha256, record, style); }, record,
+      run_in_worker([&] { return work_in_worker(s, opts, sha256, deadline, record, style); },
+                    record,
                     std::chrono::seconds(opts.backend.timeout_seconds));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -372,7 +435,8 @@ BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
   return b;
 }
 
-int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
+int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
+            const Deadline& deadline) {
   // Where every result goes, checked before a device is made or a step is run.
   std::vector<std::string> names;
   for (const auto& l : scenarios) names.push_back(l.scenario.name);
@@ -386,7 +450,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
   const bool isolated = std::any_of(per_scenario.begin(), per_scenario.end(),
                                     [](const RunOptions& o) { return !o.backend.path.empty(); });
-  std::unique_ptr<Device> device = isolated ? nullptr : make_device(opts.device);
+  // Before anything of a scenario is allocated: host memory and the budget here, a worker's
+  // device in the worker.
+  if (isolated) refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
+  std::unique_ptr<Device> device = isolated ? nullptr : make_device_for(opts, scenarios);
+  if (device) refuse_what_does_not_fit(scenarios, memory_limits(opts, device.get()));
   // Each library's digest, once for all its scenarios (a GPU backend can be hundreds of MB); if
   // the file cannot be read, each worker's load says why.
   std::map<std::string, std::string> backend_sha256;
@@ -405,15 +473,19 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   int status = kExitOk;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     Scenario& s = scenarios[i].scenario;
+    if (deadline.passed())  // before building the next engine, which can take a while itself
+      throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
+                                         "scenario(s) done",
+                                         deadline.seconds, s.name, i, scenarios.size()));
     ScenarioReport rep;
     if (isolated) {
       const RunOptions& o = per_scenario[i];
       rep = run_isolated(s, o, o.backend.path.empty() ? "" : backend_sha256.at(o.backend.path),
-                         style);
+                         deadline, style);
     } else {
       spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
                    s.workload.epochs, s.workload.num_requests);
-      rep = report_of(run_one(s, *device, nullptr, opts.backend), style);
+      rep = report_of(run_one(s, *device, nullptr, opts.backend, deadline), style);
     }
 
     const fs::path& file = files[i];
@@ -452,10 +524,15 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
 }  // namespace
 
 int run_scenarios(const RunOptions& opts) {
+  Deadline deadline;
+  if (opts.max_seconds > 0) {
+    deadline.at = Clock::now() + std::chrono::seconds(opts.max_seconds);
+    deadline.seconds = opts.max_seconds;
+  }
   std::vector<LoadedScenario> scenarios;
   if (!prepare(opts, scenarios)) return kExitBadInput;
   try {
-    return run_all(opts, scenarios);
+    return run_all(opts, scenarios, deadline);
   } catch (const WorkerCannotRun&) {
     // The worker said why.
   } catch (const std::logic_error& e) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct RunOptions {
   bool clean_twins = false;
   BackendOptions backend;  // --backend ...: replaces every scenario's own `backend`
   bool no_backend = false;  // --no-backend: ignore the scenarios' `backend`
+  // --max-memory: refuse a scenario whose estimated memory, host and device together, is larger.
+  std::optional<int64_t> max_memory;
+  // --max-seconds: past this many seconds of the whole run, stop (exit 3); 0: no limit.
+  int32_t max_seconds = 0;
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

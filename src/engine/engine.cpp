@@ -67,20 +67,33 @@ void Engine::apply_block_events() {
                       intersect(kinds, {LayerKind::linear}), 0);
 }
 
+int64_t Engine::next_busy_step(int64_t idle_step, const Scheduler& sched) {
+  // With requests running, the next step serves them. With none, nothing changes until the next
+  // arrival: the steps in between would schedule nothing, so the clock jumps there at once. They
+  // would still each have drawn a freed-block fill seed (apply_block_events): so do they here.
+  if (!sched.running().empty()) return idle_step + 1;
+  const int64_t next = std::max(idle_step + 1, sched.next_arrival());
+  if (s_.faults.freed_blocks != PoisonPattern::none)
+    fill_seed_ += static_cast<uint64_t>(next - idle_step - 1);
+  return next;
+}
+
 EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
   EpochCounters c;
   Scheduler sched(s_.engine, s_.cache.block_size, pool_, has_layer(s_.model, LayerKind::linear) ? 1 : 0);
   const RunnerTiming timing_before = runner_.timing();
   for (auto& r : requests) sched.add(&r);
   const int64_t allocations_before = pool_.num_allocations();
-  int32_t step = 0;
+  // The scheduler's clock: arrival steps are read against it. 64-bit, so a request arriving at
+  // step 2^31 - 1 is fine; it counts idle steps too, which are skipped, not run.
+  int64_t step = 0;
   while (sched.has_unfinished()) {
     SchedulerOutput out = sched.schedule(step);
     apply_block_events();
-    c.preemptions += static_cast<int32_t>(out.preempted.size());
+    c.preemptions += static_cast<int64_t>(out.preempted.size());
     c.prefix_hit_blocks += out.prefix_hit_blocks;
     if (out.chunks.empty()) {  // nothing has arrived yet (or everything waits on preemption)
-      ++step;
+      step = next_busy_step(step, sched);
       continue;
     }
     const StepPlan plan = build_step_plan(out, sched, limits_);

@@ -21,7 +21,7 @@ namespace kv {
 
 // Called after every step with what ran and what it produced, before the scheduler records the
 // sampled tokens (so the requests still show the state the step started from).
-using StepObserver = std::function<void(int32_t step, const StepPlan&, const StepOutputs&,
+using StepObserver = std::function<void(int64_t step, const StepPlan&, const StepOutputs&,
                                         const Scheduler&)>;
 
 
@@ -38,6 +38,8 @@ class Engine {
   static PlanLimits plan_limits(const Scenario& s, PadContract pad = {});
   std::vector<LayerKind> zeroed_kinds() const;
   void apply_block_events();
+  // The step after `idle_step`, which scheduled nothing, at which something can run.
+  int64_t next_busy_step(int64_t idle_step, const Scheduler& sched);
 
   const Scenario& s_;
   ModelWeights weights_;

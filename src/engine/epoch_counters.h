@@ -7,10 +7,12 @@
 namespace kv {
 
 struct EpochCounters {
-  int32_t steps = 0;
-  int32_t graph_replays = 0;
-  int32_t preemptions = 0;
-  int32_t prefix_hit_blocks = 0;
+  // 64-bit: a workload's steps, replays, preemptions and hits are bounded by its tokens, which
+  // can exceed 2^31 (100,000 requests of 65,536 tokens).
+  int64_t steps = 0;  // steps that ran (idle steps before an arrival are skipped, not counted)
+  int64_t graph_replays = 0;
+  int64_t preemptions = 0;
+  int64_t prefix_hit_blocks = 0;
   int64_t blocks_allocated = 0;    // blocks handed out by the pool (cache fills x blocks)
   int64_t tokens = 0;              // tokens computed (prefill + decode)
   int64_t peak_cached_tokens = 0;  // most tokens held in the cache at once (after a step's writes)

@@ -104,10 +104,11 @@ void ModelRunner::allocate_buffers() {
   const size_t splits = static_cast<size_t>(limits_.max_decode_splits);
 
   cache_plan_ = plan_cache_layout(m, c);
-  // Refuse before allocating: the KV cache dominates what a scenario needs on the device.
+  // Refuse before allocating: the KV cache dominates what a scenario needs on the device. (The
+  // run's estimate (check/run_cost.h) refuses first; this holds for any other caller.)
   if (const auto free = dev_.free_bytes();
       free && cache_plan_.total_bytes() > static_cast<int64_t>(*free))
-    throw DeviceError(fmt::format(
+    throw OutOfMemory(fmt::format(
         "the scenario's KV cache needs {:.2f} GiB ({} blocks of {} tokens, {} layers) but the {} "
         "device has {:.2f} GiB free: lower cache.num_blocks",
         cache_plan_.total_bytes() / 1073741824.0, c.num_blocks, c.block_size, m.layers.size(),

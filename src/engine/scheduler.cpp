@@ -3,6 +3,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -53,6 +54,12 @@ Request* Scheduler::find(int32_t id) const {
   return it == by_id_.end() ? nullptr : it->second;
 }
 
+int64_t Scheduler::next_arrival() const {
+  int64_t next = std::numeric_limits<int64_t>::max();
+  for (const Request* r : waiting_) next = std::min<int64_t>(next, r->arrival_step);
+  return next;
+}
+
 int32_t Scheduler::blocks_for(int32_t num_tokens) const {
   return (num_tokens + block_size_ - 1) / block_size_;
 }
@@ -69,7 +76,7 @@ ScheduledChunk Scheduler::make_chunk(const Request& r, int32_t start, int32_t n)
 
 // ---- schedule ----
 
-SchedulerOutput Scheduler::schedule(int32_t step) {
+SchedulerOutput Scheduler::schedule(int64_t step) {
   SchedulerOutput out;
   out.step = step;
   const int32_t budget = schedule_running(out, max_tokens_per_step_);

@@ -35,7 +35,7 @@ struct ScheduledChunk {
 };
 
 struct SchedulerOutput {
-  int32_t step = 0;
+  int64_t step = 0;
   std::vector<ScheduledChunk> chunks;  // running requests first, then newly admitted ones
   std::vector<int32_t> preempted;      // request ids, in preemption order
   int32_t prefix_hit_blocks = 0;       // blocks taken from the prefix cache by admissions
@@ -50,13 +50,16 @@ class Scheduler {
   // Enters the waiting queue. The request must stay alive and in place until it finishes.
   // Throws std::invalid_argument if it could never fit in the pool on its own.
   void add(Request* r);
-  SchedulerOutput schedule(int32_t step);
+  SchedulerOutput schedule(int64_t step);
   // After the step ran: `sampled[i]` is the token for chunks[i] when chunks[i].samples, else
   // ignored. Appends tokens, advances num_computed_tokens, caches newly full blocks, finishes
   // requests that reached max_new_tokens and frees their blocks.
   void update(const SchedulerOutput& out, const std::vector<int32_t>& sampled);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  // The earliest arrival_step of a waiting request (INT64_MAX when none waits): with nothing
+  // running, no step before it can schedule anything.
+  int64_t next_arrival() const;
   const std::vector<Request*>& running() const { return running_; }
   const std::deque<Request*>& waiting() const { return waiting_; }
   Request* find(int32_t id) const;  // any request ever added; nullptr if unknown

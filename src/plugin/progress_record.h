@@ -28,7 +28,7 @@ struct ProgressRecord {
   static_assert(std::atomic<int64_t>::is_always_lock_free);
 
   std::atomic<int32_t> epoch{0};  // 1-based; 0 while setting up (weights, warm-up, graphs)
-  std::atomic<int32_t> step{0};   // the step running within the epoch, 0-based
+  std::atomic<int64_t> step{0};   // the step running within the epoch, 0-based
   std::atomic<int32_t> layer{-1};  // the model layer of the latest backend call; -1: none
   std::atomic<int64_t> calls_started{0};
   std::atomic<int64_t> calls_returned{0};
@@ -37,7 +37,7 @@ struct ProgressRecord {
   char layer_kind[16] = {};  // the kind of `layer` ("attention", "mla", "linear"), "" for none
   char device[40] = {};  // the device the worker made ("host", "cuda"), once it has
 
-  void set_step(int32_t e, int32_t s) {
+  void set_step(int32_t e, int64_t s) {
     epoch.store(e, std::memory_order_relaxed);
     step.store(s, std::memory_order_release);
   }

@@ -22,7 +22,7 @@ struct RunError {
   std::string kind;      // crash | exit | status | hang
   std::string op;        // the backend op in progress; empty when none was
   int32_t epoch = 0;     // 1-based; 0 while setting up (weights, warm-up, graph capture)
-  int32_t step = 0;      // the step running within the epoch, 0-based
+  int64_t step = 0;      // the step running within the epoch, 0-based
   int32_t layer = -1;    // the model layer of the latest backend call; -1: none
   std::string layer_kind;  // its kind; empty for none
   std::string signal;    // crash: SIGSEGV, SIGABRT, ...
@@ -33,7 +33,7 @@ struct RunError {
 // The first output that failed a check, with where it came from.
 struct Failure {
   int32_t epoch = 0;     // 1-based
-  int32_t step = 0;      // step index within the epoch, 0-based
+  int64_t step = 0;      // step index within the epoch, 0-based
   int32_t request = 0;   // request id (index in the workload)
   int32_t position = 0;  // token position within the request
   int32_t layer = -1;    // -1 when not layer-specific (lm_head / token checks)
@@ -56,7 +56,7 @@ struct EpochStats : EpochCounters {
   double clean_request_fraction = 0.0;
   int64_t nonfinite_outputs = 0;
   double max_rel_error = 0.0;               // over all checked rows; NaN if any row was NaN
-  std::optional<int32_t> first_bad_step;    // within the epoch
+  std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
 };

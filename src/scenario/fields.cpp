@@ -262,10 +262,11 @@ const Fields<WorkloadSpec>& workload_fields() {
             "Tokens generated per request; `prompt_len.max + new_tokens.max` ≤ 65536."),
       range("arrival_step", &WorkloadSpec::arrival_step, 0, kMaxInt,
             "Step at which a request becomes visible to the scheduler."),
-      integer("prefix_groups", &WorkloadSpec::prefix_groups, 0, kMaxInt,
+      // Each group's prefix is drawn and held, used or not: bounded like the requests.
+      integer("prefix_groups", &WorkloadSpec::prefix_groups, 0, kMaxRequestsPerEpoch,
               "Requests are dealt round-robin into this many groups whose members share a "
               "prompt prefix; `0`: no shared prefixes."),
-      integer("shared_prefix_len", &WorkloadSpec::shared_prefix_len, 0, kMaxInt,
+      integer("shared_prefix_len", &WorkloadSpec::shared_prefix_len, 0, kMaxRequestTokens,
               "Tokens of each group's shared prefix; at most `prompt_len` min when "
               "`prefix_groups` > 0."),
       integer("epochs", &WorkloadSpec::epochs, 1, 1000,

@@ -137,6 +137,15 @@ TEST(Format, HumanSpellings) {
   EXPECT_EQ(format_duration(0.0005), "500 us");
   EXPECT_EQ(format_duration(0.0123), "12.3 ms");
   EXPECT_EQ(format_duration(2.5), "2.500 s");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(12.0 * (1 << 20)), "12.0 MiB");
+  EXPECT_EQ(format_bytes(1.5 * (1 << 30)), "1.50 GiB");
+  EXPECT_EQ(format_bytes(2.0 * (int64_t{1} << 50)), "2.0 PiB");
+  EXPECT_EQ(format_count(950), "950");
+  EXPECT_EQ(format_count(12'345), "12.3 k");
+  EXPECT_EQ(format_count(4'560'000), "4.56 M");
+  EXPECT_EQ(format_count(780e9), "780 G");
 }
 
 TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) {
