@@ -20,9 +20,10 @@ constexpr std::array<ExitCodeRow, 8> kTable = {{
      "125, skip: this commit cannot understand the input (an older commit that lacks a field "
      "or a regression)"},
     {kExitCannotRun,
-     "the run cannot be carried out: device error, no GPU for --device cuda, out of memory, a "
-     "backend that does not load or cannot take the scenario, output (result folder or stdout) "
-     "not writable, --max-seconds reached",
+     "the run cannot be carried out: device error, no GPU for --device cuda, out of memory or "
+     "an estimate above this machine's memory or --max-memory, a backend that does not load or "
+     "cannot take the scenario, output (result folder or stdout) not writable, --max-seconds "
+     "reached",
      "125, skip"},
     {kExitInternalError,
      "an internal error of kvcheck itself (an assertion or invariant of the engine, block pool "

@@ -19,9 +19,9 @@ struct MemoryRefused : std::runtime_error {
 };
 
 struct MemoryLimits {
-  std::optional<int64_t> host_available;  // bytes this process may still take; nullopt: unknown
-  std::optional<int64_t> device_free;     // a GPU's free bytes; nullopt for the host device
-  std::optional<int64_t> budget;          // --max-memory: host and device together
+  std::optional<int64_t> host_available = std::nullopt;  // bytes this process may still take
+  std::optional<int64_t> device_free = std::nullopt;     // a GPU's free bytes (none: host)
+  std::optional<int64_t> budget = std::nullopt;          // --max-memory: host and device
   bool device_is_host = true;             // the ops' memory is host memory too
 };
 
