@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -87,6 +88,21 @@ inline constexpr int32_t kGqaRatios[] = {1, 2, 3, 4, 6, 8, 16};  // its decode's
 
 inline constexpr size_t kAlign = 256;
 inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Where FlashInfer's int workspace and a call's page lists in CSR form sit in one buffer, for
+// `seqs` sequences of at most `blocks_per_seq` pages: [0, int_ws) the int workspace, then
+// indptr [seqs + 1], last_page_len [seqs], indices [seqs * blocks_per_seq].
+struct CsrRegions {
+  size_t indptr, last_page_len, indices, end;
+};
+inline CsrRegions csr_regions(size_t int_ws, int64_t seqs, int64_t blocks_per_seq) {
+  CsrRegions r;
+  r.indptr = int_ws;
+  r.last_page_len = r.indptr + align_up(4 * static_cast<size_t>(seqs + 1));
+  r.indices = r.last_page_len + align_up(4 * static_cast<size_t>(seqs));
+  r.end = r.indices + 4 * static_cast<size_t>(seqs) * std::max<int64_t>(blocks_per_seq, 1);
+  return r;
+}
 
 // Page lists in CSR form from kvcheck's block table (fi_pages.cu): row r's first
 // indptr[r+1] - indptr[r] entries of table[r * stride ...] into indices[indptr[r] ...], on the

@@ -48,16 +48,8 @@ size_t int_ws_bytes() {
   return align_up(16 * 32 * static_cast<size_t>(std::max(state().num_sms, 1)) + 4096);
 }
 
-struct Regions {
-  size_t indptr, last_page_len, indices, end;
-};
-Regions regions(int32_t rows, int32_t blocks_per_row) {
-  Regions r;
-  r.indptr = int_ws_bytes();
-  r.last_page_len = r.indptr + align_up(4 * (static_cast<size_t>(rows) + 1));
-  r.indices = r.last_page_len + align_up(4 * static_cast<size_t>(rows));
-  r.end = r.indices + 4 * static_cast<size_t>(rows) * std::max(blocks_per_row, 1);
-  return r;
+CsrRegions regions(int32_t rows, int32_t blocks_per_row) {
+  return csr_regions(int_ws_bytes(), rows, blocks_per_row);
 }
 
 // What a plan left for its decode, by plan buffer (one per paged layer kind).
@@ -124,7 +116,7 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   if (rows < 0 || bs <= 0) throw OpError("bad num_rows / block_size");
   void* plan = data(a.plan);
   const size_t plan_bytes = static_cast<size_t>(extent(a.plan, 0));
-  const Regions reg = regions(rows, a.max_blocks_per_seq);
+  const CsrRegions reg = regions(rows, a.max_blocks_per_seq);
   if (plan == nullptr || plan_bytes < reg.end)
     throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
                   std::to_string(reg.end) + " (plan_bytes)");
@@ -197,7 +189,7 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
     if (stride(c.k, d) != stride(c.v, d))
       throw OpError("K and V must have the same strides (FlashInfer's decode reads V at K's)");
   if (rows == 0) return;
-  const Regions reg = regions(rows, p.blocks_per_row);
+  const CsrRegions reg = regions(rows, p.blocks_per_row);
   char* base = static_cast<char*>(plan);
   auto* indptr = reinterpret_cast<int32_t*>(base + reg.indptr);
   auto* last = reinterpret_cast<int32_t*>(base + reg.last_page_len);

@@ -44,16 +44,8 @@ size_t int_ws_bytes(int64_t rows, int64_t seqs, int64_t group) {
                   4096);
 }
 
-struct Regions {
-  size_t indptr, last_page_len, indices, end;
-};
-Regions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per_seq) {
-  Regions r;
-  r.indptr = int_ws_bytes(rows, seqs, group);
-  r.last_page_len = r.indptr + align_up(4 * static_cast<size_t>(seqs + 1));
-  r.indices = r.last_page_len + align_up(4 * static_cast<size_t>(seqs));
-  r.end = r.indices + 4 * static_cast<size_t>(seqs) * std::max<int64_t>(blocks_per_seq, 1);
-  return r;
+CsrRegions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per_seq) {
+  return csr_regions(int_ws_bytes(rows, seqs, group), seqs, blocks_per_seq);
 }
 
 template <uint32_t CTA, uint32_t HD>
@@ -110,7 +102,7 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
     indptr[s + 1] = indptr[s] + pages;
     last[s] = pages ? len - (pages - 1) * bs : 0;
   }
-  const Regions reg = regions(rows, n, group, blocks_per_seq);
+  const CsrRegions reg = regions(rows, n, group, blocks_per_seq);
   char* ws = static_cast<char*>(data(a.workspace));
   const size_t ws_bytes = static_cast<size_t>(extent(a.workspace, 0));
   if (ws == nullptr || ws_bytes < reg.end)

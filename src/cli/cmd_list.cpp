@@ -50,7 +50,8 @@ nlohmann::json list_json() {
   nlohmann::json regs = nlohmann::json::array(), ops = nlohmann::json::array(),
                  sites = nlohmann::json::array(), devices = nlohmann::json::array();
   for (const auto& r : all_regressions())
-    regs.push_back({{"name", r.name}, {"models", r.models}, {"bug_class", r.bug_class}});
+    regs.push_back({{"name", r.name}, {"models", r.models}, {"bug_class", r.bug_class},
+                    {"level", to_string(r.level)}});
   for (const auto& o : all_device_ops())
     ops.push_back({{"name", o.name}, {"role", role_name(o.role)}, {"description", o.does}});
   for (const auto& c : all_check_sites())
@@ -78,6 +79,12 @@ void print_list(std::ostream& os) {
     os << "  " << r.name << '\n';
     os << "      " << r.models << '\n';
     os << "      class: " << r.bug_class << '\n';
+    os << "      level: "
+       << (r.level == RegressionLevel::engine
+               ? "engine (the engine's policy or metadata: applies to any backend)"
+               : "prefill chain (the engine's gather -> varlen -> merge calls: no effect under a "
+                 "backend's fused paged_prefill)")
+       << '\n';
   }
   size_t width = 0;
   for (const auto& o : all_device_ops()) width = std::max(width, o.name.size() + 2);

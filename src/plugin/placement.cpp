@@ -103,12 +103,11 @@ Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scen
   if (out.ops[KVCHECK_OP_PAGED_PREFILL]) {
     out.notes.push_back("engine: prefill rows run the backend's fused paged_prefill, not "
                         "gather_kv -> varlen_attention -> merge_states");
-    for (Regression r : {Regression::merge_ignores_context_count,
-                         Regression::gather_assumes_contiguous})
-      if (s.regressions.has(r))
+    for (const RegressionInfo& r : all_regressions())
+      if (r.level == RegressionLevel::prefill_chain && s.regressions.has(r.id))
         out.notes.push_back(fmt::format("regression {} has no effect: it lives in the chain the "
                                         "fused paged_prefill replaces",
-                                        regression_info(r).name));
+                                        r.name));
   }
   // Conventions the engine bridges (BackendDevice), said in the result.
   const bool varlen = out.ops[KVCHECK_OP_VARLEN_ATTENTION];

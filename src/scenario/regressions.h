@@ -23,11 +23,20 @@ enum class Regression {
 };
 inline constexpr std::size_t kNumRegressions = 5;
 
+// Where a regression lives, so what a backend plugin can take out of its reach:
+//   engine        the engine's own policy or its metadata (zeroing, the plan buffer, the amax
+//                 rows): it applies whichever backend runs the ops
+//   prefill_chain the engine's calls of its gather_kv -> varlen_attention -> merge_states chain for
+//                 prefill rows: no effect where a backend's fused paged_prefill replaces the chain
+enum class RegressionLevel { engine, prefill_chain };
+const char* to_string(RegressionLevel l);
+
 struct RegressionInfo {
   Regression id;
   std::string_view name;       // the switch as written in scenarios and on the command line
   std::string_view models;     // one line: what it does
   std::string_view bug_class;  // the seed / upstream fix it models
+  RegressionLevel level;
 };
 
 // In enum order: all_regressions()[i].id == Regression(i).
