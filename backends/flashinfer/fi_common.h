@@ -84,6 +84,7 @@ inline int64_t extent(const kvcheck_tensor& t, int dim) {
 
 // The supported shapes: FlashInfer's FA2 kernels as compiled into this plugin.
 inline constexpr int32_t kHeadDims[] = {64, 128};  // attention layers
+inline constexpr int32_t kMlaDims[] = {512, 64};   // MLA: ckv 512 + kpe 64
 inline constexpr int32_t kGqaRatios[] = {1, 2, 3, 4, 6, 8, 16};  // its decode's group sizes
 
 inline constexpr size_t kAlign = 256;
@@ -117,6 +118,13 @@ size_t decode_workspace_bytes(const kvcheck_size_query& q);
 void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream);
 void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream);
 size_t prefill_workspace_bytes(const kvcheck_size_query& q);
+// MLA (fi_mla.cu): decode and the fused prefill over the latent cache.
+size_t mla_plan_bytes(const kvcheck_size_query& q);
+size_t mla_workspace_bytes(const kvcheck_size_query& q);
+void mla_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream);
+void mla_run(const kvcheck_paged_decode_args& a, cudaStream_t stream);
+size_t mla_prefill_workspace_bytes(const kvcheck_size_query& q);
+void mla_prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream);
 void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream);
 
 }  // namespace kvfi

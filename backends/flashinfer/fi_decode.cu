@@ -95,11 +95,13 @@ void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype, int32_t l
 }  // namespace
 
 size_t decode_plan_bytes(const kvcheck_size_query& q) {
+  if (q.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_plan_bytes(q);
   use_device();
   return regions(std::max(q.max_rows, 0), q.max_blocks_per_seq).end;
 }
 
 size_t decode_workspace_bytes(const kvcheck_size_query& q) {
+  if (q.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_workspace_bytes(q);
   use_device();
   const size_t padded = padded_rows_bound(std::max(q.num_kv_heads, 1));
   const size_t heads = static_cast<size_t>(std::max(q.num_q_heads, 0));
@@ -109,6 +111,7 @@ size_t decode_workspace_bytes(const kvcheck_size_query& q) {
 }
 
 void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
+  if (a.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_plan(a, stream);
   check_shape(a.head_dim, a.v_dim, a.cache_dtype, a.layout);
   if (a.num_kv_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0)
     throw OpError("num_q_heads must be a multiple of num_kv_heads");
@@ -167,6 +170,7 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
 
 void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   const kvcheck_paged_kv& c = a.cache;
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_run(a, stream);
   check_shape(c.head_dim, a.v_dim, c.dtype, c.layout);
   void* plan = data(a.plan);
   Planned p;

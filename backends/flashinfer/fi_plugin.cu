@@ -3,12 +3,12 @@
 //
 // What runs on FlashInfer so far: paged_decode (its plan + batch decode, GQA, bf16, head dims 64
 // and 128; fi_decode.cu) and the fused paged_prefill (its batch prefill over the paged cache with
-// a causal mask; fi_prefill.cu). MLA (its FA2 MLA kernel) is not declared yet: on the branch
-// flashinfer-mla-wip it disagrees with the reference on some shapes, not yet classified. Every
-// other op runs on kvcheck's built-in device, and the result's
-// per-op counts say so. Declared conventions are FlashInfer's own: q / out in bf16, LSE base 2
-// with -inf for a row that attended nothing, graph-padded rows as rows of no pages (seq_len 0),
-// decode steps captured into CUDA graphs (its plan is re-run on the host before each replay).
+// a causal mask; fi_prefill.cu), both also over the MLA latent cache (its FA2 MLA kernel, ckv 512
+// + kpe 64, causal for the prefill; fi_mla.cu). Every other op runs on kvcheck's built-in device,
+// and the result's per-op counts say so. Declared conventions are FlashInfer's own: q / out in
+// bf16, LSE base 2 with -inf for a row that attended nothing, graph-padded rows as rows of no
+// pages (seq_len 0), decode steps captured into CUDA graphs (its plan is re-run on the host before
+// each replay).
 // Refuses to load on a GPU other than sm_90 (the kernels are compiled for it alone) and on the
 // host. The version string carries FlashInfer's version and the wheel's sha256.
 #include "backends/flashinfer/fi_fastdiv.cuh"  // first: see there
@@ -125,7 +125,10 @@ kvcheck_backend make_table() {
   c.struct_size = sizeof(c);
   c.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_BF16);
   c.layouts = KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_KV_SEPARATE) |
-              KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_KV_INTERLEAVED);
+              KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_KV_INTERLEAVED) |
+              KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_MLA_LATENT);
+  c.mla_dims = kMlaDims;
+  c.num_mla_dims = 1;
   c.io_dtype = KVCHECK_BF16;
   c.head_dims = kHeadDims;
   c.num_head_dims = static_cast<int32_t>(sizeof(kHeadDims) / sizeof(kHeadDims[0]));

@@ -69,6 +69,7 @@ cudaError_t launch_tile(int64_t cta_tile_q, const Params& p, cudaStream_t s) {
 }  // namespace
 
 size_t prefill_workspace_bytes(const kvcheck_size_query& q) {
+  if (q.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_prefill_workspace_bytes(q);
   const int64_t group = q.num_q_heads / std::max(q.num_kv_heads, 1);
   return regions(std::max(q.max_rows, 0), std::max(q.max_seqs, 0), group, q.max_blocks_per_seq)
       .end;
@@ -76,12 +77,12 @@ size_t prefill_workspace_bytes(const kvcheck_size_query& q) {
 
 void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
   const kvcheck_paged_kv& c = a.cache;
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_prefill_run(a, stream);
   const int32_t hd = c.head_dim, nq = a.num_q_heads, nkv = c.num_kv_heads, n = a.num_seqs;
   if (hd != 64 && hd != 128)
     throw OpError("head_dim " + std::to_string(hd) + ": this plugin compiles 64 and 128");
   if (a.v_dim != hd) throw OpError("v_dim must equal head_dim");
   if (c.dtype != KVCHECK_BF16) throw OpError("cache dtype must be bf16");
-  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) throw OpError("the MLA cache is not prefilled here");
   if (nkv <= 0 || nq % nkv != 0) throw OpError("num_q_heads must be a multiple of num_kv_heads");
   if (a.q_starts_host == nullptr || a.ctx_lens_host == nullptr)
     throw OpError("needs q_starts_host and ctx_lens_host (its planner runs on the host)");
