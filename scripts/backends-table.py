@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""backends-table.py — the scenario x backend verdict table (results/backends.md, issue 19).
+
+Runs every scenario of scenarios/ and scenarios/gpu/ with --no-regressions on a GPU, once on
+kvcheck's built-in CUDA ops and once with each backend plugin given, and writes a markdown table:
+verdict, max relative error, seconds, and how many op calls the plugin ran. A row where a plugin
+ran nothing says so (with kvcheck's reason) and never counts as agreement. The header records the
+GPU, driver and CUDA versions, the plugin's name and version (FlashInfer's carries its wheel
+sha256) and the kvcheck commit. Disagreements are classified by hand in a notes file (JSON:
+{"scenario name": "one line of why"}), whose lines go into the table.
+
+  scripts/backends-table.py build/kvcheck \
+      build/backends/flashinfer/libkvcheck_backend_flashinfer.so \
+      --notes results/backends-notes.json --out results/backends.md [-- KVCHECK_RUN_ARGS...]
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def scenarios():
+    files = sorted(p for p in (REPO / "scenarios").rglob("*.json") if "schema" not in p.parts)
+    host = [p for p in files if p.parent.name != "gpu"]
+    return host + [p for p in files if p.parent.name == "gpu"]
+
+
+def run(kvcheck, scenario, out_dir, plugin, extra):
+    cmd = [kvcheck, "run", str(scenario), "--device", "cuda", "--no-regressions", "--expect",
+           "clean", "--out", str(out_dir), "--json"]
+    cmd += (["--backend", plugin] if plugin else []) + extra
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    row = {"exit": p.returncode}
+    try:
+        doc = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        reason = [l for l in p.stderr.splitlines() if "cannot run" in l or "error" in l]
+        text = reason[0] if reason else " ".join(p.stderr.split())[-200:]
+        row["text"] = f"exit {p.returncode}: {text}"
+        return row
+    row["kvcheck"] = doc.get("kvcheck_version", "")
+    row["verdict"] = doc["verdict"]
+    row["max_err"] = max([(e.get("max_rel_error") or 0.0) for e in doc["epochs"]] or [0.0])
+    row["seconds"] = doc["seconds"]
+    b = doc.get("backend")
+    if b:
+        total = sum(k["total_calls"] for k in b["layer_kinds"])
+        row["calls"] = f'{b["backend_calls"]} of {total}'
+        row["ran_nothing"] = b["backend_calls"] == 0
+        row["plugin"] = f'{b["name"]} {b.get("version", "")}'
+    return row
+
+
+def status_of(base, r):
+    """agree, **differ** (both ran, verdicts differ), or why the pair was not judged."""
+    if "verdict" not in base:
+        return "not judged: the built-in run did not finish"
+    if "verdict" not in r:
+        return "not judged: " + ("plugin cannot run it" if "cannot run" in r["text"]
+                                 else "plugin run did not finish")
+    if r.get("ran_nothing"):
+        return "not judged: plugin ran nothing"
+    return "agree" if r["verdict"] == base["verdict"] else "**differ**"
+
+
+def cell(r):
+    if "verdict" not in r:
+        return r["text"].replace("|", "/")
+    s = f'{r["verdict"]}, {r["max_err"]:.2e}, {r["seconds"]:.1f} s'
+    if "calls" in r:
+        s += f', ran {r["calls"]}' + (" (**ran nothing**)" if r["ran_nothing"] else "")
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("kvcheck")
+    ap.add_argument("plugins", nargs="+")
+    ap.add_argument("--notes", help="JSON {scenario: classification of a disagreement}")
+    ap.add_argument("--out", default="-")
+    ap.add_argument("--commit", help="the kvcheck commit (default: git rev-parse HEAD here)")
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []  # more `kvcheck run` options
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    notes = json.loads(pathlib.Path(a.notes).read_text()) if a.notes else {}
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip()
+    commit = a.commit or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+    rows, plugin_names, version = [], {}, ""
+    with tempfile.TemporaryDirectory() as tmp:
+        for s in scenarios():
+            base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra)
+            version = version or base.get("kvcheck", "")
+            cells = [cell(base)]
+            statuses = []  # one per plugin
+            for i, plugin in enumerate(a.plugins):
+                r = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra)
+                if "plugin" in r:
+                    plugin_names[plugin] = r["plugin"]
+                plugin_names.setdefault(plugin, pathlib.Path(plugin).name)
+                cells.append(cell(r))
+                statuses.append(status_of(base, r))
+            name = s.stem
+            note = notes.get(name, "")
+            status = "; ".join(statuses)
+            if "**differ**" in status and note:
+                status = status.replace("**differ**", "differ")
+            rel = s.relative_to(REPO / "scenarios")
+            rows.append(f"| {rel} | " + " | ".join(cells) + f" | {status} | {note} |")
+            print(rows[-1], file=sys.stderr)
+    head = [
+        "# Scenario x backend verdicts",
+        "",
+        f"Date: {datetime.date.today()}. kvcheck {version}, commit {commit}. GPU: {smi}. "
+        f"CUDA: {nvcc.splitlines()[-1] if nvcc else '?'}.",
+        "Plugins: " + "; ".join(plugin_names.values()) + ".",
+        "",
+        "Command: `scripts/backends-table.py " +
+        " ".join([a.kvcheck] + a.plugins) + (f" --out {a.out}" if a.out != "-" else "") +
+        (f" --notes {a.notes}" if a.notes else "") +
+        (" -- " + " ".join(extra) if extra else "") + "`",
+        "(every scenario with --no-regressions --expect clean; a cell: verdict, max relative "
+        "error, seconds, op calls the plugin ran).",
+        "",
+        "| scenario | built-in cuda | " + " | ".join(plugin_names.values()) + " | status | why |",
+        "|---|---|" + "---|" * len(a.plugins) + "---|---|",
+    ]
+    text = "\n".join(head + rows) + "\n"
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        pathlib.Path(a.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
