@@ -17,7 +17,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
-dir="${FUZZ_DIR:-$repo/build-fuzz}"
+dir="$(realpath -m "${FUZZ_DIR:-$repo/build-fuzz}")"
 
 find_clang() {
   if [ -n "${FUZZ_CXX:-}" ]; then echo "$FUZZ_CXX"; return; fi
