@@ -23,9 +23,13 @@ find_clang() {
   if [ -n "${FUZZ_CXX:-}" ]; then echo "$FUZZ_CXX"; return; fi
   command -v clang++-14 || command -v clang++ || true
 }
+# libFuzzer's runtime, which a clang without libclang-rt-14-dev lacks.
+has_libfuzzer() {
+  [ -f "$("$1" -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ]
+}
 cxx="$(find_clang)"
-if [ -z "$cxx" ]; then
-  echo "fuzz: no clang++: installing Debian's clang-14" >&2
+if [ -z "$cxx" ] || ! has_libfuzzer "$cxx"; then
+  echo "fuzz: no clang++ with libFuzzer: installing Debian's clang-14" >&2
   sudo=()
   [ "$(id -u)" -ne 0 ] && sudo=(sudo)
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
