@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the whole check, as CI runs it: install dependencies, build, run every test
-# (unit tests, CLI tests, and each scenario against its own expectation). Exits non-zero on any
-# failure; works from any working directory.
+# (unit tests, CLI tests, each scenario against its own expectation, the mutation test and a
+# 90-second fuzzing of the scenario reader), then the ASan+UBSan build of the unit tests and the
+# host scenarios (scripts/sanitize.sh, in build-sanitize/). Exits non-zero on any failure; works
+# from any working directory. KVCHECK_SKIP_SANITIZE=1 leaves the sanitizer build out.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,3 +22,6 @@ else
 fi
 cd "$repo/build"
 ctest --output-on-failure -j2
+if [ "${KVCHECK_SKIP_SANITIZE:-0}" != 1 ]; then
+  "$repo/scripts/sanitize.sh" "$repo/build-sanitize"
+fi

@@ -50,7 +50,10 @@ using Fields = std::vector<Field<T>>;
 template <class T>
 void read_object(const Fields<T>& fields, const Json& v, const std::string& pointer, T& out) {
   require_object(v, pointer);
-  for (const auto& [key, value] : v.items()) {
+  // Not a structured binding: clang 14 (the fuzzer's compiler) cannot capture one in a lambda.
+  for (const auto& item : v.items()) {
+    const std::string& key = item.key();
+    const Json& value = item.value();
     const std::string child = child_pointer(pointer, key);
     const auto f = std::find_if(fields.begin(), fields.end(),
                                 [&](const Field<T>& f) { return f.key == key; });
