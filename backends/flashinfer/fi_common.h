@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kvcheck/backend.h"
 
@@ -104,6 +106,50 @@ inline CsrRegions csr_regions(size_t int_ws, int64_t seqs, int64_t blocks_per_se
   r.end = r.indices + 4 * static_cast<size_t>(seqs) * std::max<int64_t>(blocks_per_seq, 1);
   return r;
 }
+
+// A batch's page lists on the host, as FlashInfer's planners take them: sequence s of lens[s]
+// tokens (<= 0: none) has ceil(lens[s] / block_size) pages, at most max_pages (its block table's
+// row; more throws OpError naming it); indptr [n + 1], last_page_len [n] (0 without pages).
+struct HostPages {
+  std::vector<int32_t> indptr, last_page_len;
+};
+HostPages host_pages(const std::vector<int32_t>& lens, int32_t block_size, int32_t max_pages);
+
+// The host lengths of a step's decode rows (seq_lens_host, negatives as 0) and of a prefill call's
+// sequences (cached context + new tokens).
+std::vector<int32_t> decode_lens(const kvcheck_decode_plan_args& a);
+std::vector<int32_t> prefill_lens(const kvcheck_paged_prefill_args& a);
+
+// What a plan step left for the decode that reads its plan buffer (one per paged layer kind): the
+// planner's info and the step's shape, by plan buffer address. put() under state().mu; get()
+// takes it, and checks the decode's step against the plan's (throws OpError).
+template <class Info>
+struct Planned {
+  Info info;
+  int32_t rows = 0, block_size = 0, blocks_per_row = 0;
+};
+template <class Info>
+class PlanStore {
+ public:
+  void put(const void* plan, const Planned<Info>& p) { plans_[plan] = p; }
+  Planned<Info> get(const kvcheck_paged_decode_args& a) const {
+    Planned<Info> p;
+    {
+      std::lock_guard<std::mutex> lock(state().mu);
+      auto it = plans_.find(data(a.plan));
+      if (it == plans_.end()) throw OpError("no plan in this plan buffer: paged_decode_plan first");
+      p = it->second;
+    }
+    if (a.num_rows != p.rows || a.cache.block_size != p.block_size)
+      throw OpError("the step's rows / block size differ from its plan's");
+    if (extent(a.block_table, 1) != p.blocks_per_row)
+      throw OpError("block table row length differs from the plan's max_blocks_per_seq");
+    return p;
+  }
+
+ private:
+  std::map<const void*, Planned<Info>> plans_;
+};
 
 // Page lists in CSR form from kvcheck's block table (fi_pages.cu): row r's first
 // indptr[r+1] - indptr[r] entries of table[r * stride ...] into indices[indptr[r] ...], on the

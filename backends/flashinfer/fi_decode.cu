@@ -24,7 +24,6 @@
 #include <flashinfer/page.cuh>
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -52,14 +51,9 @@ CsrRegions regions(int32_t rows, int32_t blocks_per_row) {
   return csr_regions(int_ws_bytes(), rows, blocks_per_row);
 }
 
-// What a plan left for its decode, by plan buffer (one per paged layer kind).
-struct Planned {
-  flashinfer::DecodePlanInfo info;
-  int32_t rows = 0, block_size = 0, blocks_per_row = 0;
-};
-std::map<const void*, Planned>& planned() {
-  static std::map<const void*, Planned> m;
-  return m;
+PlanStore<flashinfer::DecodePlanInfo>& planned() {
+  static PlanStore<flashinfer::DecodePlanInfo> store;
+  return store;
 }
 
 // The GQA group size as the template argument FlashInfer's work estimation takes.
@@ -123,21 +117,12 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   if (plan == nullptr || plan_bytes < reg.end)
     throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
                   std::to_string(reg.end) + " (plan_bytes)");
-  std::vector<int32_t> indptr(rows + 1, 0), last(rows, 0);
-  for (int32_t r = 0; r < rows; ++r) {
-    const int32_t len = std::max(a.seq_lens_host[r], 0);
-    const int32_t pages = (len + bs - 1) / bs;
-    if (pages > a.max_blocks_per_seq)
-      throw OpError("row " + std::to_string(r) + ": seq_len " + std::to_string(len) +
-                    " needs more pages than the block table's row holds");
-    indptr[r + 1] = indptr[r] + pages;
-    last[r] = pages ? len - (pages - 1) * bs : 0;
-  }
+  HostPages pages = host_pages(decode_lens(a), bs, a.max_blocks_per_seq);
   std::lock_guard<std::mutex> lock(state().mu);
   const size_t int_bytes = int_ws_bytes();
   const size_t csr_bytes = reg.indices - reg.indptr;
   auto* pinned = static_cast<char*>(staging(int_bytes + csr_bytes));
-  Planned p;
+  Planned<flashinfer::DecodePlanInfo> p;
   p.rows = rows;
   p.block_size = bs;
   p.blocks_per_row = a.max_blocks_per_seq;
@@ -153,19 +138,20 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   const int32_t group = a.num_q_heads / a.num_kv_heads;
   cudaError_t e = a.head_dim == 64
                       ? plan_for<64>(group, float_base, float_bytes, plan, pinned, int_bytes,
-                                     p.info, indptr.data(), rows, a.num_q_heads, bs, stream)
+                                     p.info, pages.indptr.data(), rows, a.num_q_heads, bs, stream)
                       : plan_for<128>(group, float_base, float_bytes, plan, pinned, int_bytes,
-                                      p.info, indptr.data(), rows, a.num_q_heads, bs, stream);
+                                      p.info, pages.indptr.data(), rows, a.num_q_heads, bs,
+                                      stream);
   check_cuda(e, "DecodePlan");
   char* csr = pinned + int_bytes;
-  std::copy(indptr.begin(), indptr.end(), reinterpret_cast<int32_t*>(csr));
-  std::copy(last.begin(), last.end(),
+  std::copy(pages.indptr.begin(), pages.indptr.end(), reinterpret_cast<int32_t*>(csr));
+  std::copy(pages.last_page_len.begin(), pages.last_page_len.end(),
             reinterpret_cast<int32_t*>(csr + (reg.last_page_len - reg.indptr)));
   check_cuda(cudaMemcpyAsync(static_cast<char*>(plan) + reg.indptr, csr, csr_bytes,
                              cudaMemcpyHostToDevice, stream),
              "plan copy");
   staging_used(stream);
-  planned()[plan] = p;
+  planned().put(plan, p);
 }
 
 void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
@@ -173,20 +159,9 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_run(a, stream);
   check_shape(c.head_dim, a.v_dim, c.dtype, c.layout);
   void* plan = data(a.plan);
-  Planned p;
-  {
-    std::lock_guard<std::mutex> lock(state().mu);
-    auto it = planned().find(plan);
-    if (it == planned().end())
-      throw OpError("no plan in this plan buffer: paged_decode_plan first");
-    p = it->second;
-  }
+  const Planned<flashinfer::DecodePlanInfo> p = planned().get(a);
   const int32_t rows = a.num_rows, nq = a.num_q_heads, hd = c.head_dim;
-  if (rows != p.rows || c.block_size != p.block_size)
-    throw OpError("the step's rows / block size differ from its plan's");
   const int64_t table_stride = stride(a.block_table, 0);
-  if (extent(a.block_table, 1) != p.blocks_per_row)
-    throw OpError("block table row length differs from the plan's max_blocks_per_seq");
   if (stride(a.out, 0) != static_cast<int64_t>(nq) * hd || stride(a.out, 1) != hd)
     throw OpError("out must be packed [rows][heads][head_dim] (FlashInfer writes it so)");
   for (int d = 0; d < 3; ++d)

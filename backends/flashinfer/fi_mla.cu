@@ -17,7 +17,6 @@
 #include <flashinfer/attention/scheduler.cuh>
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -43,13 +42,9 @@ CsrRegions regions(int64_t n, int64_t blocks_per_seq) {
   return csr_regions(int_ws_bytes(), n, blocks_per_seq);
 }
 
-struct Planned {
-  flashinfer::MLAPlanInfo info;
-  int32_t rows = 0, block_size = 0, blocks_per_row = 0;
-};
-std::map<const void*, Planned>& planned() {
-  static std::map<const void*, Planned> m;
-  return m;
+PlanStore<flashinfer::MLAPlanInfo>& planned() {
+  static PlanStore<flashinfer::MLAPlanInfo> store;
+  return store;
 }
 
 void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype) {
@@ -138,19 +133,13 @@ void mla_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   if (plan == nullptr || plan_bytes < reg.end)
     throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
                   std::to_string(reg.end) + " (plan_bytes)");
-  std::vector<int32_t> qo(rows + 1), kv_indptr(rows + 1, 0), kv_len(rows);
-  for (int32_t r = 0; r < rows; ++r) {
-    qo[r + 1] = r + 1;
-    kv_len[r] = std::max(a.seq_lens_host[r], 0);
-    const int32_t pages = (kv_len[r] + bs - 1) / bs;
-    if (pages > a.max_blocks_per_seq)
-      throw OpError("row " + std::to_string(r) + " needs more pages than its block table row");
-    kv_indptr[r + 1] = kv_indptr[r] + pages;
-  }
+  std::vector<int32_t> qo(rows + 1), kv_len = decode_lens(a);
+  for (int32_t r = 0; r < rows; ++r) qo[r + 1] = r + 1;
+  std::vector<int32_t> kv_indptr = host_pages(kv_len, bs, a.max_blocks_per_seq).indptr;
   std::lock_guard<std::mutex> lock(state().mu);
   const size_t int_bytes = int_ws_bytes();
   auto* pinned = static_cast<char*>(staging(reg.last_page_len));
-  Planned p;
+  Planned<flashinfer::MLAPlanInfo> p;
   p.rows = rows;
   p.block_size = bs;
   p.blocks_per_row = a.max_blocks_per_seq;
@@ -170,26 +159,15 @@ void mla_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
                              4 * kv_indptr.size(), cudaMemcpyHostToDevice, stream),
              "MLA indptr copy");
   staging_used(stream);
-  planned()[plan] = p;
+  planned().put(plan, p);
 }
 
 void mla_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   const kvcheck_paged_kv& c = a.cache;
   check_shape(c.head_dim, a.v_dim, c.dtype);
   void* plan = data(a.plan);
-  Planned p;
-  {
-    std::lock_guard<std::mutex> lock(state().mu);
-    auto it = planned().find(plan);
-    if (it == planned().end())
-      throw OpError("no MLA plan in this plan buffer: paged_decode_plan first");
-    p = it->second;
-  }
+  const Planned<flashinfer::MLAPlanInfo> p = planned().get(a);
   const int32_t rows = a.num_rows, nq = a.num_q_heads;
-  if (rows != p.rows || c.block_size != p.block_size)
-    throw OpError("the step's rows / block size differ from its plan's");
-  if (extent(a.block_table, 1) != p.blocks_per_row)
-    throw OpError("block table row length differs from the plan's max_blocks_per_seq");
   if (rows == 0) return;
   void* ws = data(a.workspace);
   if (ws == nullptr || static_cast<size_t>(extent(a.workspace, 0)) < float_ws_bytes())
@@ -223,15 +201,8 @@ void mla_prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
     throw OpError("needs q_starts_host and ctx_lens_host (its planner runs on the host)");
   if (n <= 0) return;
   const int32_t blocks_per_seq = static_cast<int32_t>(extent(a.block_table, 1));
-  std::vector<int32_t> qo(a.q_starts_host, a.q_starts_host + n + 1), kv_indptr(n + 1, 0),
-      kv_len(n);
-  for (int32_t s = 0; s < n; ++s) {
-    kv_len[s] = a.ctx_lens_host[s] + qo[s + 1] - qo[s];
-    const int32_t pages = (kv_len[s] + bs - 1) / bs;
-    if (pages > blocks_per_seq)
-      throw OpError("sequence " + std::to_string(s) + " needs more pages than its block table");
-    kv_indptr[s + 1] = kv_indptr[s] + pages;
-  }
+  std::vector<int32_t> qo(a.q_starts_host, a.q_starts_host + n + 1), kv_len = prefill_lens(a);
+  std::vector<int32_t> kv_indptr = host_pages(kv_len, bs, blocks_per_seq).indptr;
   char* ws = static_cast<char*>(data(a.workspace));
   const CsrRegions reg = regions(n, blocks_per_seq);
   const size_t float_at = align_up(reg.end);

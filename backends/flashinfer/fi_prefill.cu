@@ -94,15 +94,8 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
   if (n <= 0) return;
   const int32_t bs = c.block_size, blocks_per_seq = static_cast<int32_t>(extent(a.block_table, 1));
   const int32_t rows = a.q_starts_host[n], group = nq / nkv;
-  std::vector<int32_t> qo(a.q_starts_host, a.q_starts_host + n + 1), indptr(n + 1, 0), last(n, 0);
-  for (int32_t s = 0; s < n; ++s) {
-    const int32_t len = a.ctx_lens_host[s] + qo[s + 1] - qo[s];
-    const int32_t pages = (len + bs - 1) / bs;
-    if (pages > blocks_per_seq)
-      throw OpError("sequence " + std::to_string(s) + " needs more pages than its block table");
-    indptr[s + 1] = indptr[s] + pages;
-    last[s] = pages ? len - (pages - 1) * bs : 0;
-  }
+  std::vector<int32_t> qo(a.q_starts_host, a.q_starts_host + n + 1);
+  HostPages pages = host_pages(prefill_lens(a), bs, blocks_per_seq);
   const CsrRegions reg = regions(rows, n, group, blocks_per_seq);
   char* ws = static_cast<char*>(data(a.workspace));
   const size_t ws_bytes = static_cast<size_t>(extent(a.workspace, 0));
@@ -119,14 +112,14 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
     // arithmetic (it only aligns and adds offsets).
     check_cuda(flashinfer::PrefillPlan<int32_t>(
                    reinterpret_cast<void*>(kAlign), 0, ws, pinned, int_bytes, pi, qo.data(),
-                   indptr.data(), rows, n, nq, nkv, hd, hd, bs, /*enable_cuda_graph=*/false,
+                   pages.indptr.data(), rows, n, nq, nkv, hd, hd, bs, /*enable_cuda_graph=*/false,
                    sizeof(bf16), /*window_left=*/-1, /*fixed_split_size=*/-1,
                    /*disable_split_kv=*/true, /*num_colocated_ctas=*/0, /*uniform_q_len=*/0,
                    stream, sizeof(bf16)),
                "PrefillPlan");
     char* csr = pinned + int_bytes;
-    std::copy(indptr.begin(), indptr.end(), reinterpret_cast<int32_t*>(csr));
-    std::copy(last.begin(), last.end(),
+    std::copy(pages.indptr.begin(), pages.indptr.end(), reinterpret_cast<int32_t*>(csr));
+    std::copy(pages.last_page_len.begin(), pages.last_page_len.end(),
               reinterpret_cast<int32_t*>(csr + (reg.last_page_len - reg.indptr)));
     check_cuda(cudaMemcpyAsync(ws + reg.indptr, csr, csr_bytes, cudaMemcpyHostToDevice, stream),
                "plan copy");
