@@ -48,24 +48,13 @@ done
 [[ -f $dlpack_include/dlpack/dlpack.h ]] || fail "no dlpack/dlpack.h under $dlpack_include"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-bisect-test.XXXXXX")
+# shellcheck source=bisect_run.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bisect_run.sh"
 trap 'rm -rf "$tmp"' EXIT
 
-# Git on its own: no global or system config (user, hooks, signing, aliases), nothing of an
-# enclosing repository or of a git command that runs this test.
-export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_CEILING_DIRECTORIES \
-  GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT \
-  GIT_NAMESPACE GIT_COMMON_DIR
-export GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"
-
 repo=$tmp/repo
-mkdir -p "$tmp/hooks" "$tmp/out" "$tmp/results"
-git init -q --template= "$repo"
-cd "$repo"
-git config user.name "kvcheck bisect test"
-git config user.email "bisect-test@kvcheck.invalid"
-git config core.hooksPath "$tmp/hooks"
-git config commit.gpgsign false
+mkdir -p "$tmp/out" "$tmp/results"
+isolated_repo "$repo"
 
 # The backend's own build: one compile, wherever the plugin goes ($1), with the two include
 # paths from the environment (as a real repository's Makefile would know them).
@@ -167,30 +156,8 @@ grep -q "verdict: error — backend op .* crashed ($crash_signal" "$tmp/step.log
 }
 git checkout -q "${hashes[8]}"
 
-# The bisection itself: bad HEAD (commit 8), good commit 1.
-git bisect start "${hashes[8]}" "${hashes[1]}" >/dev/null
-rc=0
-git bisect run "$step" >"$tmp/bisect.log" 2>&1 || rc=$?
-show_log() {
-  echo "---- git bisect run output ----" >&2
-  cat "$tmp/bisect.log" >&2
-  echo "---- git bisect log ----" >&2
-  git bisect log >&2 || true
-  for i in $(seq 1 8); do echo "commit $i: ${hashes[i]}" >&2; done
-}
-if ((rc != 0)); then
-  show_log
-  fail "git bisect run exited $rc"
-fi
-found=$(git rev-parse --verify -q refs/bisect/bad || true)
-if [[ $found != "${hashes[expected]}" ]]; then
-  show_log
-  fail "refs/bisect/bad is ${found:-missing}, not commit $expected (${hashes[expected]})"
-fi
-if ! grep -q "^${hashes[expected]} is the first bad commit" "$tmp/bisect.log"; then
-  show_log
-  fail "git bisect run did not print '${hashes[expected]} is the first bad commit'"
-fi
+# The bisection itself: bad HEAD (commit 8), good commit 1 (bisect_run.sh).
+bisect_expect_first_bad "$step" "$expected"
 # No commit may be judged bad for not building, nor skipped for crashing.
 if git bisect log | grep -q "^git bisect bad ${hashes[nobuild]}"; then
   show_log

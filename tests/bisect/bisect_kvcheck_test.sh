@@ -34,13 +34,9 @@ fail() {
 [[ -x $step ]] || fail "$step is not executable (git bisect run calls it directly)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-bisect-kvcheck.XXXXXX")
+# shellcheck source=bisect_run.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bisect_run.sh"
 trap 'rm -rf "$tmp"' EXIT
-
-export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_CEILING_DIRECTORIES \
-  GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT \
-  GIT_NAMESPACE GIT_COMMON_DIR
-export GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"
 
 # What bisect-step.sh reads (BUILD_CMD: the fake build; the rest as a user would set it).
 export KVCHECK_BUILD_DIR=$tmp/build BUILD_CMD="bash build.sh" SCENARIOS=$tmp/scenario.json
@@ -49,13 +45,7 @@ unset KVCHECK BACKEND KVCHECK_ARGS
 echo '{"format": 1, "workload": {"new_field": 1}}' >"$SCENARIOS"
 
 repo=$tmp/repo
-mkdir -p "$tmp/hooks"
-git init -q --template= "$repo"
-cd "$repo"
-git config user.name "kvcheck bisect test"
-git config user.email "bisect-test@kvcheck.invalid"
-git config core.hooksPath "$tmp/hooks"
-git config commit.gpgsign false
+isolated_repo "$repo"
 cat >build.sh <<'EOS'
 #!/usr/bin/env bash
 # The fake build: "compile" kvcheck.in (a syntax check) and install it.
@@ -145,24 +135,8 @@ step_at 5 "$([[ -n $skipped_kind ]] && echo 125 || echo 1)" "$kind"
 step_at 7 1 "a bad verdict"
 git checkout -q "${hashes[8]}"
 
-git bisect start "${hashes[8]}" "${hashes[1]}" >/dev/null
-rc=0
-git bisect run "$step" >"$tmp/bisect.log" 2>&1 || rc=$?
-show_log() {
-  echo "---- git bisect run output ----" >&2
-  cat "$tmp/bisect.log" >&2
-  echo "---- git bisect log ----" >&2
-  git bisect log >&2 || true
-  for i in $(seq 1 8); do echo "commit $i: ${hashes[i]}" >&2; done
-}
-((rc == 0)) || { show_log; fail "git bisect run exited $rc"; }
-found=$(git rev-parse --verify -q refs/bisect/bad || true)
-if [[ $found != "${hashes[expected]}" ]]; then
-  show_log
-  fail "refs/bisect/bad is ${found:-missing}, not commit $expected (${hashes[expected]})"
-fi
-grep -q "^${hashes[expected]} is the first bad commit" "$tmp/bisect.log" ||
-  { show_log; fail "git bisect run did not name commit $expected"; }
+# The bisection itself: bad HEAD (commit 8), good commit 1 (bisect_run.sh).
+bisect_expect_first_bad "$step" "$expected"
 verbs=$(git bisect log | awk '/^git bisect (good|bad|skip) /{print $3, $4}')
 if [[ -n $skipped_kind ]]; then
   visited=0
