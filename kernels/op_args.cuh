@@ -27,6 +27,8 @@ struct WriteKvArgs {
   int64_t k_row_stride = 0, v_row_stride = 0;
   const int64_t* slot_mapping = nullptr;  // [num_tokens]
   int32_t num_tokens = 0;
+  void* workspace = nullptr;  // a backend's, workspace_bytes(KVCHECK_OP_WRITE_KV) long
+  size_t workspace_bytes = 0;
 };
 
 // Decode split-KV plan as it lives in device memory (the plan buffer the decode plan step fills
@@ -141,6 +143,12 @@ struct VarlenAttnArgs {
   // ops read the starts arrays instead.
   int32_t max_q_len = 0;
   int32_t max_k_len = 0;
+  // A backend's scratch (workspace_bytes(KVCHECK_OP_VARLEN_ATTENTION) long) and host mirrors of
+  // q_starts / k_starts for a host-side planner; the built-in ops use neither.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  const int32_t* q_starts_host = nullptr;
+  const int32_t* k_starts_host = nullptr;
 };
 
 // merge_attn_states: rows [0, num_merge) combine state a (context) with state b (new tokens) by

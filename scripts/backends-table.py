@@ -3,14 +3,20 @@
 
 Runs every scenario of scenarios/ and scenarios/gpu/ with --no-regressions on a GPU, once on
 kvcheck's built-in CUDA ops and once with each backend plugin given, and writes a markdown table:
-verdict, max relative error, seconds, and how many op calls the plugin ran. A row where a plugin
-ran nothing says so (with kvcheck's reason) and never counts as agreement. The header records the
-GPU, driver and CUDA versions, the plugin's name and version (FlashInfer's carries its wheel
-sha256) and the kvcheck commit. Disagreements are classified by hand in a notes file (JSON:
-{"scenario name": "one line of why"}), whose lines go into the table.
+verdict, max relative error, seconds, and how many op calls the plugin ran. A scenario that names
+regressions runs a second time on each backend with them on (its own expectation): the cell adds
+"regression: VERDICT at SITE". A row where a plugin ran nothing says so (with kvcheck's reason) and
+never counts as agreement. The header records the GPU, driver and CUDA versions, the plugin's name
+and version (FlashInfer's carries its wheel sha256) and the kvcheck commit. Disagreements are
+classified by hand in a notes file (JSON: {"scenario path under scenarios/": "one line of why"}),
+whose lines go into the table.
+
+A plugin is PATH or PATH::OPTIONS (its --backend-option text, e.g. prefill=ragged): one column
+each.
 
   scripts/backends-table.py build/kvcheck \
       build/backends/flashinfer/libkvcheck_backend_flashinfer.so \
+      build/backends/flashinfer/libkvcheck_backend_flashinfer.so::prefill=ragged \
       --notes results/backends-notes.json --out results/backends.md [-- KVCHECK_RUN_ARGS...]
 """
 import argparse
@@ -30,11 +36,18 @@ def scenarios():
     return host + [p for p in files if p.parent.name == "gpu"]
 
 
-def run(kvcheck, scenario, out_dir, plugin, extra):
-    cmd = [kvcheck, "run", str(scenario), "--device", "cuda", "--no-regressions", "--expect",
-           "clean", "--out", str(out_dir), "--json"]
-    cmd += (["--backend", plugin] if plugin else []) + extra
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def has_regressions(scenario):
+    return bool(json.loads(scenario.read_text()).get("regressions"))
+
+
+def run(kvcheck, scenario, out_dir, plugin, extra, clean=True):
+    """One run: with --no-regressions --expect clean (clean) or as the scenario says."""
+    cmd = [kvcheck, "run", str(scenario), "--device", "cuda", "--out", str(out_dir), "--json"]
+    cmd += ["--no-regressions", "--expect", "clean"] if clean else []
+    if plugin:
+        path, _, options = plugin.partition("::")
+        cmd += ["--backend", path] + (["--backend-option", options] if options else [])
+    p = subprocess.run(cmd + extra, capture_output=True, text=True)
     row = {"exit": p.returncode}
     try:
         doc = json.loads(p.stdout)
@@ -47,6 +60,8 @@ def run(kvcheck, scenario, out_dir, plugin, extra):
     row["verdict"] = doc["verdict"]
     row["max_err"] = max([(e.get("max_rel_error") or 0.0) for e in doc["epochs"]] or [0.0])
     row["seconds"] = doc["seconds"]
+    f = doc.get("first_failure")
+    row["site"] = f["site"] if f else None
     b = doc.get("backend")
     if b:
         total = sum(k["total_calls"] for k in b["layer_kinds"])
@@ -68,13 +83,30 @@ def status_of(base, r):
     return "agree" if r["verdict"] == base["verdict"] else "**differ**"
 
 
-def cell(r):
+def regression_cell(r):
+    if r is None:
+        return ""
     if "verdict" not in r:
-        return r["text"].replace("|", "/")
+        return "; regression: " + r["text"].replace("|", "/")
+    s = f'; regression: {r["verdict"]}' + (f' at {r["site"]}' if r["site"] else "")
+    return s + (" (**ran nothing**)" if r.get("ran_nothing") else "")
+
+
+def cell(r, reg=None):
+    if "verdict" not in r:
+        return r["text"].replace("|", "/") + regression_cell(reg)
     s = f'{r["verdict"]}, {r["max_err"]:.2e}, {r["seconds"]:.1f} s'
     if "calls" in r:
         s += f', ran {r["calls"]}' + (" (**ran nothing**)" if r["ran_nothing"] else "")
-    return s
+    return s + regression_cell(reg)
+
+
+def regression_status(base, r):
+    """With the regressions on: the same verdict on both (agree) or not (differ)."""
+    if base is None or "verdict" not in base or "verdict" not in r or r.get("ran_nothing"):
+        return ""
+    return ("regression: agree" if r["verdict"] == base["verdict"]
+            else "regression: **differ**")
 
 
 def main():
@@ -96,22 +128,32 @@ def main():
     rows, plugin_names, version = [], {}, ""
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios():
+            regs = has_regressions(s)
             base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra)
+            base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra, False) \
+                if regs else None
             version = version or base.get("kvcheck", "")
-            cells = [cell(base)]
+            cells = [cell(base, base_reg)]
             statuses = []  # one per plugin
             for i, plugin in enumerate(a.plugins):
                 r = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra)
+                r_reg = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra, False) \
+                    if regs and "verdict" in r else None
+                path, _, options = plugin.partition("::")
                 if "plugin" in r:
-                    plugin_names[plugin] = r["plugin"]
-                plugin_names.setdefault(plugin, pathlib.Path(plugin).name)
-                cells.append(cell(r))
-                statuses.append(status_of(base, r))
-            name = s.stem
-            note = notes.get(name, "")
+                    plugin_names[plugin] = r["plugin"] + (f" ({options})" if options else "")
+                plugin_names.setdefault(plugin, pathlib.Path(path).name +
+                                        (f" ({options})" if options else ""))
+                cells.append(cell(r, r_reg))
+                st = status_of(base, r)
+                if r_reg is not None:
+                    st = ", ".join(x for x in (st, regression_status(base_reg, r_reg)) if x)
+                statuses.append(st)
+            name = str(s.relative_to(REPO / "scenarios"))
+            note = notes.get(name, notes.get(s.stem, ""))
             status = "; ".join(statuses)
             if "**differ**" in status and note:
-                status = status.replace("**differ**", "differ")
+                status = status.replace("**differ**", "differ")  # classified in the notes
             rel = s.relative_to(REPO / "scenarios")
             rows.append(f"| {rel} | " + " | ".join(cells) + f" | {status} | {note} |")
             print(rows[-1], file=sys.stderr)
@@ -127,7 +169,9 @@ def main():
         (f" --notes {a.notes}" if a.notes else "") +
         (" -- " + " ".join(extra) if extra else "") + "`",
         "(every scenario with --no-regressions --expect clean; a cell: verdict, max relative "
-        "error, seconds, op calls the plugin ran).",
+        "error, seconds, op calls the plugin ran; for a scenario with regressions, its verdict "
+        "and first failing check site with them on). Status: per plugin column, the clean runs' "
+        "verdicts compared, then the regression runs'.",
         "",
         "| scenario | built-in cuda | " + " | ".join(plugin_names.values()) + " | status | why |",
         "|---|---|" + "---|" * len(a.plugins) + "---|---|",

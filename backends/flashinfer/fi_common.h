@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -92,6 +93,13 @@ inline constexpr int32_t kGqaRatios[] = {1, 2, 3, 4, 6, 8, 16};  // its decode's
 inline constexpr size_t kAlign = 256;
 inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// PrefillPlan's int workspace without split-KV: its work items are (sequence, tile of CTA_TILE_Q
+// >= 16 packed rows), at most rows * group / 16 + seqs; five int arrays of them, 16-byte aligned.
+inline size_t prefill_int_ws_bytes(int64_t rows, int64_t seqs, int64_t group) {
+  return align_up(static_cast<size_t>(32 * (rows * std::max<int64_t>(group, 1) / 16 + seqs + 8)) +
+                  4096);
+}
+
 // Where FlashInfer's int workspace and a call's page lists in CSR form sit in one buffer, for
 // `seqs` sequences of at most `blocks_per_seq` pages: [0, int_ws) the int workspace, then
 // indptr [seqs + 1], last_page_len [seqs], indices [seqs * blocks_per_seq].
@@ -172,5 +180,13 @@ void mla_run(const kvcheck_paged_decode_args& a, cudaStream_t stream);
 size_t mla_prefill_workspace_bytes(const kvcheck_size_query& q);
 void mla_prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream);
 void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream);
+// write_kv through its append kernels (fi_write.cu).
+size_t write_workspace_bytes(const kvcheck_size_query& q);
+void write_run(const kvcheck_write_kv_args& a, cudaStream_t stream);
+// The ragged-prefill mode (fi_ragged.cu): varlen_attention through its ragged batch prefill,
+// merge_states through its MergeState.
+size_t varlen_workspace_bytes(const kvcheck_size_query& q);
+void varlen_run(const kvcheck_varlen_attention_args& a, cudaStream_t stream);
+void merge_run(const kvcheck_merge_states_args& a, cudaStream_t stream);
 
 }  // namespace kvfi

@@ -37,15 +37,8 @@ using Params = flashinfer::BatchPrefillPagedParams<bf16, bf16, bf16, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 constexpr auto kCausal = flashinfer::MaskMode::kCausal;
 
-// FlashInfer's work items without split-KV: (sequence, tile of CTA_TILE_Q >= 16 packed rows),
-// at most rows * group / 16 + seqs; five int arrays of them, 16-byte aligned.
-size_t int_ws_bytes(int64_t rows, int64_t seqs, int64_t group) {
-  return align_up(static_cast<size_t>(32 * (rows * std::max<int64_t>(group, 1) / 16 + seqs + 8)) +
-                  4096);
-}
-
 CsrRegions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per_seq) {
-  return csr_regions(int_ws_bytes(rows, seqs, group), seqs, blocks_per_seq);
+  return csr_regions(prefill_int_ws_bytes(rows, seqs, group), seqs, blocks_per_seq);
 }
 
 template <uint32_t CTA, uint32_t HD>

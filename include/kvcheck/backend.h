@@ -126,7 +126,10 @@ typedef struct {
 
 /* write_kv: store the step's K and V rows at their slots, converted to the cache dtype (fp8:
  * stored = value / scale). A negative slot (a padded row) is skipped. MLA: v is absent (dl.data
- * NULL): the latent row is K, written once. k, v: [num_tokens][num_kv_heads][head_dim] float32. */
+ * NULL): the latent row is K, written once. k, v: [num_tokens][num_kv_heads][head_dim] float32.
+ * workspace: scratch of workspace_bytes(KVCHECK_OP_WRITE_KV) bytes for this call's figures (NULL
+ * data if 0); a decode step's write_kv may be captured into a CUDA graph, so an op that stages
+ * through it must do so on the stream, not from the host. */
 typedef struct {
   uint32_t struct_size;
   kvcheck_paged_kv cache;
@@ -134,6 +137,7 @@ typedef struct {
   kvcheck_tensor v;
   kvcheck_tensor slot_mapping; /* i64 [num_tokens] */
   int32_t num_tokens;
+  kvcheck_tensor workspace; /* u8 [workspace_bytes] (added in v1: check struct_size) */
 } kvcheck_write_kv_args;
 
 /* paged_decode: one query row per sequence over its cached tokens (the current token included: it
@@ -249,6 +253,13 @@ typedef struct {
   float v_scale;
   int32_t max_q_len; /* the longest sequence's query rows / keys: for a grid sized on the host */
   int32_t max_k_len;
+  /* Added in v1 (check struct_size): scratch of workspace_bytes(KVCHECK_OP_VARLEN_ATTENTION)
+   * bytes for this call's figures (NULL data if 0), and q_starts / k_starts in host memory, valid
+   * during the call, for a backend whose planner runs on the host (kvcheck never captures a step
+   * with prefill rows into a graph). */
+  kvcheck_tensor workspace; /* u8 [workspace_bytes] */
+  const int32_t* q_starts_host; /* host memory [num_seqs + 1] */
+  const int32_t* k_starts_host; /* host memory [num_seqs + 1] */
 } kvcheck_varlen_attention_args;
 
 /* merge_states: rows [0, num_merge) combine state a (context) and state b (new tokens) by their

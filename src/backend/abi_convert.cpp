@@ -1,6 +1,7 @@
 // abi_convert.cpp — kvcheck -> ABI: AbiBuilder (abi_convert.h). Row tensors are 3-d
 // [rows][heads][features] with the descriptor's row stride and packed heads; lse tensors 2-d
 // [rows][heads], packed; index arrays 1-d; the cache 4-d [block][entry][head][feature].
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +37,7 @@ kvcheck_write_kv_args AbiBuilder::write_kv(const WriteKvArgs& a) {
   rows(r.v, a.v, KVCHECK_F32, n, h, hd, a.v_row_stride);
   array(r.slot_mapping, a.slot_mapping, KVCHECK_I64, n);
   r.num_tokens = n;
+  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
   return r;
 }
 
@@ -138,6 +140,36 @@ kvcheck_size_query size_query(const PagedPrefillArgs& a) {
   return q;
 }
 
+kvcheck_size_query size_query(const WriteKvArgs& a) {
+  kvcheck_size_query q{};
+  q.struct_size = sizeof(q);
+  q.op = KVCHECK_OP_WRITE_KV;
+  q.max_rows = q.max_seqs = a.num_tokens;
+  q.num_kv_heads = a.cache.num_kv_heads;
+  q.head_dim = q.v_dim = a.cache.head_dim;
+  q.block_size = a.cache.block_size;
+  q.cache_dtype = to_abi(a.cache.dtype);
+  q.layout = layout_of(a.cache);
+  q.max_splits = 1;
+  return q;
+}
+
+kvcheck_size_query size_query(const VarlenAttnArgs& a) {
+  kvcheck_size_query q{};
+  q.struct_size = sizeof(q);
+  q.op = KVCHECK_OP_VARLEN_ATTENTION;
+  q.max_rows = std::max(a.num_rows, a.num_keys);  // both row counts bound its staging
+  q.max_seqs = a.num_seqs;
+  q.num_q_heads = a.num_q_heads;
+  q.num_kv_heads = a.num_kv_heads;
+  q.head_dim = a.head_dim;
+  q.v_dim = a.v_dim > 0 ? a.v_dim : a.head_dim;
+  q.cache_dtype = to_abi(a.kv_dtype);
+  q.layout = KVCHECK_LAYOUT_KV_SEPARATE;  // contiguous rows
+  q.max_splits = 1;
+  return q;
+}
+
 kvcheck_gather_kv_args AbiBuilder::gather_kv(const GatherKvArgs& a, int32_t total_ctx) {
   pool_.reset();
   kvcheck_gather_kv_args r{};
@@ -180,6 +212,9 @@ kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs&
   r.v_scale = a.v_scale;
   r.max_q_len = a.max_q_len;
   r.max_k_len = a.max_k_len;
+  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  r.q_starts_host = a.q_starts_host;
+  r.k_starts_host = a.k_starts_host;
   return r;
 }
 

@@ -105,6 +105,8 @@ kvcheck_kv_layout layout_of(const DecodePlanArgs& a);
 // kind (their shape as a plan's args, num_rows the most rows), paged_prefill for one call.
 kvcheck_size_query size_query(const DecodePlanArgs& shape);
 kvcheck_size_query size_query(const PagedPrefillArgs& call);
+kvcheck_size_query size_query(const WriteKvArgs& call);
+kvcheck_size_query size_query(const VarlenAttnArgs& call);
 
 // ---- ABI -> kvcheck ---------------------------------------------------------------------------
 

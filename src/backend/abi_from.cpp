@@ -48,6 +48,8 @@ std::string from_abi(const kvcheck_write_kv_args& in, WriteKvArgs* out) {
   o.slot_mapping = as<const int64_t>(r.tensor(in.slot_mapping, "slot_mapping", KVCHECK_I64,
                                               {n}, {1}));
   o.num_tokens = n;
+  o.workspace_bytes = r.bytes(in.workspace, "workspace");
+  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -179,6 +181,10 @@ std::string from_abi(const kvcheck_varlen_attention_args& in, VarlenAttnArgs* ou
   // The row counts the tensors were built with (the ops read the starts arrays).
   o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
   o.num_keys = in.k.dl.ndim > 0 ? static_cast<int32_t>(in.k.dl.shape[0]) : 0;
+  o.workspace_bytes = r.bytes(in.workspace, "workspace");
+  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
+  o.q_starts_host = in.q_starts_host;
+  o.k_starts_host = in.k_starts_host;
   if (r.ok()) *out = o;
   return done(r);
 }

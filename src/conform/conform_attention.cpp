@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -56,6 +57,23 @@ std::string compare_states(const kvcheck_caps& caps, const std::vector<float>& g
     }
   }
   return "";
+}
+
+// The head dims a merge is handed: the value dims of the layers the backend declares (attention
+// head dims, MLA's kv_lora_rank), or 16 and 64 for a backend that takes any.
+std::vector<int32_t> merge_dims(const kvcheck_caps& caps) {
+  const uint32_t mla_bit = KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_MLA_LATENT);
+  const bool mla = caps.layouts == 0 || (caps.layouts & mla_bit) != 0;
+  const bool attn = caps.layouts == 0 || (caps.layouts & ~mla_bit) != 0;
+  if (caps.head_dims == nullptr && (caps.mla_dims == nullptr || !mla)) return {16, 64};
+  std::vector<int32_t> dims;
+  for (int32_t i = 0; attn && caps.head_dims && i < caps.num_head_dims; ++i)
+    dims.push_back(caps.head_dims[i]);
+  for (int32_t i = 0; mla && caps.mla_dims && i < caps.num_mla_dims; ++i)
+    dims.push_back(caps.mla_dims[2 * i]);
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims.empty() ? std::vector<int32_t>{16, 64} : dims;
 }
 
 }  // namespace
@@ -117,6 +135,13 @@ void check_varlen_attention(const Target& t, OpReport* r) {
           a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
           a.out = reinterpret_cast<float*>(got_io.data());
           a.lse = got_lse.data();
+          a.max_q_len = *std::max_element(q_lens.begin(), q_lens.end());
+          a.max_k_len = *std::max_element(k_lens.begin(), k_lens.end());
+          a.q_starts_host = qs.data();
+          a.k_starts_host = ks.data();
+          std::vector<uint8_t> work = t.workspace(backend::size_query(a));
+          a.workspace = work.empty() ? nullptr : work.data();
+          a.workspace_bytes = work.size();
           Staging s(t.device, t.dl);
           s.input(q_io);
           s.input(k);
@@ -125,6 +150,7 @@ void check_varlen_attention(const Target& t, OpReport* r) {
           s.input(ks);
           s.output(got_io);
           s.output(got_lse);
+          s.output(work);
           backend::AbiBuilder builder = s.builder();
           kvcheck_varlen_attention_args args = builder.varlen_attention(a, rows, keys);
           retype_io(args.q, io);
@@ -153,7 +179,7 @@ void check_merge_states(const Target& t, OpReport* r) {
   const DType io = t.io();
   for (int32_t rows : {1, 3, 5, 8}) {
     for (int32_t heads : {2, 8}) {
-      for (int32_t dim : {16, 64}) {
+      for (int32_t dim : merge_dims(caps)) {
         const int32_t merge = static_cast<int32_t>(rng() % (rows + 1));
         const size_t n = static_cast<size_t>(rows) * heads * dim, nl = rows * heads;
         const auto oa = round_to(random_floats(rng, n), io);

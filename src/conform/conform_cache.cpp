@@ -84,11 +84,15 @@ void check_write_kv(const Target& t, OpReport* r) {
       a.cache = want.kv();
       host::write_kv(a);
       a.cache = got.kv();
+      std::vector<uint8_t> work = t.workspace(backend::size_query(a));
+      a.workspace = work.empty() ? nullptr : work.data();
+      a.workspace_bytes = work.size();
       Staging s(t.device, t.dl);
       s.input(k);
       s.input(v);
       s.input(slots);
       s.output(got.bytes());
+      s.output(work);
       std::string why = s.call(t.b, t.b.write_kv, s.builder().write_kv(a));
       double err = 0.0;
       if (why.empty()) why = exact_case(got.bytes(), want.bytes(), c.dtype, &err);
@@ -313,9 +317,7 @@ void check_paged_prefill(const Target& t, OpReport* r) {
         host::paged_prefill(a);
 
         auto got = nan_floats(want.size()), got_lse = nan_floats(want_lse_v.size());
-        std::vector<uint8_t> work;
-        const kvcheck_size_query query = backend::size_query(a);
-        if (t.b.workspace_bytes) work.assign(t.b.workspace_bytes(t.b.self, &query), 0);
+        std::vector<uint8_t> work = t.workspace(backend::size_query(a));
         const auto q_io = encode(q, io);
         auto got_io = encode(got, io);
         a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below

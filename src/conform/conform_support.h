@@ -128,6 +128,10 @@ struct Target {
   DType io() const { return io_dtype(b.caps); }
   // The attention ops' tolerance of out: the option's plus the io dtype's rounding.
   double out_tol() const { return opt.attention_tolerance + io_rounding(io()); }
+  // The scratch the backend asks for one call (workspace_bytes of q; empty for 0 or no answer).
+  std::vector<uint8_t> workspace(const kvcheck_size_query& q) const {
+    return std::vector<uint8_t>(b.workspace_bytes ? b.workspace_bytes(b.self, &q) : 0, 0);
+  }
 };
 void check_write_kv(const Target& t, OpReport* r);
 void check_paged_decode(const Target& t, OpReport* r);

@@ -512,6 +512,8 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
     c.num_keys = p.total_context_tokens();
     c.max_q_len = p.max_prefill_len(p.num_context_seqs);  // context sequences come first
     c.max_k_len = p.max_context_len();
+    c.q_starts_host = p.prefill_q_starts.data();
+    c.k_starts_host = p.context_starts.data();
     dev_.varlen_attention(c);
   }
   const size_t kv_off = static_cast<size_t>(p.num_decode) * m.kv_width;
@@ -522,6 +524,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   n.num_seqs = p.num_prefill_seqs;
   n.num_rows = n.num_keys = np;
   n.max_q_len = n.max_k_len = p.max_prefill_len(p.num_prefill_seqs);
+  n.q_starts_host = n.k_starts_host = p.prefill_q_starts.data();
   // The new tokens' K/V come from the projections: attend to them as the cache stores them.
   n.kv_dtype = kv.dtype;
   n.k_scale = kv.k_scale;

@@ -66,6 +66,13 @@ void* BackendDevice::scratch(kvcheck_op op, int slot, size_t bytes) {
   return ptr;
 }
 
+template <class Args>
+void BackendDevice::backend_scratch(kvcheck_op op, const kvcheck_size_query& q, Args* a) {
+  const kvcheck_backend& t = backend_->table();
+  a->workspace_bytes = t.workspace_bytes ? t.workspace_bytes(t.self, &q) : 0;
+  a->workspace = a->workspace_bytes > 0 ? scratch(op, kWorkspaceSlot, a->workspace_bytes) : nullptr;
+}
+
 float* BackendDevice::to_io(kvcheck_op op, int slot, const float* src, int64_t stride,
                             int32_t rows, int32_t cols) {
   float* io = io_out(op, slot, stride, rows);
@@ -207,9 +214,12 @@ size_t BackendDevice::decode_workspace_bytes(const DecodePlanArgs& shape) const 
 
 // ---- ops ----
 
-void BackendDevice::write_kv(const WriteKvArgs& a) {
+void BackendDevice::write_kv(const WriteKvArgs& in) {
   const DLDevice dev = dl_device_;
-  route(KVCHECK_OP_WRITE_KV, [&] { builtin_->write_kv(a); },
+  WriteKvArgs a = in;
+  if (placement_[KVCHECK_OP_WRITE_KV])
+    backend_scratch(KVCHECK_OP_WRITE_KV, backend::size_query(in), &a);
+  route(KVCHECK_OP_WRITE_KV, [&] { builtin_->write_kv(in); },
         [a, dev](const kvcheck_backend& t, void* stream, char* err, size_t n) {
           backend::AbiBuilder b(dev);
           const kvcheck_write_kv_args args = b.write_kv(a);
@@ -259,9 +269,7 @@ void BackendDevice::paged_prefill(const PagedPrefillArgs& in) {
     a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.cache.head_dim);
     a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
   }
-  const kvcheck_size_query query = backend::size_query(in);
-  a.workspace_bytes = t.workspace_bytes ? t.workspace_bytes(t.self, &query) : 0;
-  a.workspace = a.workspace_bytes > 0 ? scratch(op, 2, a.workspace_bytes) : nullptr;
+  backend_scratch(op, backend::size_query(in), &a);
   const int32_t io_dtype = backend::to_abi(io_dtype_);
   route(op, [&] { builtin_->paged_prefill(in); },
         [a, dev, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {
@@ -297,6 +305,7 @@ void BackendDevice::varlen_attention(const VarlenAttnArgs& in) {
     a.q = to_io(op, 0, in.q, in.q_row_stride, rows, in.num_q_heads * in.head_dim);
     a.out = to_io(op, 1, in.out, in.out_row_stride, rows, in.num_q_heads * vd);  // poison too
   }
+  if (on_backend) backend_scratch(op, backend::size_query(in), &a);
   const int32_t io_dtype = backend::to_abi(io_dtype_);
   route(op, [&] { builtin_->varlen_attention(in); },
         [a, dev, io, io_dtype](const kvcheck_backend& t, void* stream, char* err, size_t n) {

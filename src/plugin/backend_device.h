@@ -146,6 +146,11 @@ class BackendDevice : public Device {
   // A scratch buffer for one (op, tensor) of at least `bytes`, at a fixed address until a larger
   // one is needed (a captured graph keeps the address; old ones live until the device goes).
   void* scratch(kvcheck_op op, int slot, size_t bytes);
+  // The backend's workspace for one call of `op` (workspace_bytes of q) into a->workspace and
+  // a->workspace_bytes: a scratch buffer in its own slot, none when it asks 0 bytes.
+  static constexpr int kWorkspaceSlot = 3;  // slots 0-2: the io conversions
+  template <class Args>
+  void backend_scratch(kvcheck_op op, const kvcheck_size_query& q, Args* a);
   // Rows of float32 `src` (row stride in elements) converted into a scratch buffer in the io
   // dtype, at the same element strides; returns it (as a float* for the descriptor). Outputs go
   // in this way too, so that the poison of the elements an op leaves unwritten comes back out.

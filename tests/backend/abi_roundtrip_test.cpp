@@ -78,8 +78,10 @@ TEST(AbiRoundTrip, WriteKvWithPaddedRowsAndMlaWithoutV) {
     const int64_t row = c.num_kv_heads * c.head_dim;
     const WriteKvArgs a{.cache = c, .k = at(4096), .v = c.v == c.k ? nullptr : at(8192),
                         .k_row_stride = row + 3, .v_row_stride = row + 1,
-                        .slot_mapping = at<int64_t>(12000), .num_tokens = 13};
+                        .slot_mapping = at<int64_t>(12000), .num_tokens = 13,
+                        .workspace = at<uint8_t>(14000), .workspace_bytes = 1000};
     const kvcheck_write_kv_args abi = build.write_kv(a);
+    EXPECT_EQ(abi.workspace.dl.shape[0], 1000);
     EXPECT_EQ(abi.k.dl.ndim, 3);
     EXPECT_EQ(abi.k.dl.strides[0], a.k_row_stride);
     if (a.v == nullptr) {
@@ -89,7 +91,16 @@ TEST(AbiRoundTrip, WriteKvWithPaddedRowsAndMlaWithoutV) {
     WriteKvArgs b;
     ASSERT_EQ(from_abi(abi, &b), "");
     expect_same(a.cache, b.cache);
-    SAME(k); SAME(v); SAME(k_row_stride); SAME(slot_mapping); SAME(num_tokens);
+    SAME(k); SAME(v); SAME(k_row_stride); SAME(slot_mapping); SAME(num_tokens); SAME(workspace);
+    SAME(workspace_bytes);
+    // The workspace is sized per call: this call's rows, the cache's shape and dtype.
+    const kvcheck_size_query q = size_query(a);
+    EXPECT_EQ(q.op, KVCHECK_OP_WRITE_KV);
+    EXPECT_EQ(q.max_rows, 13);
+    EXPECT_EQ(q.num_kv_heads, c.num_kv_heads);
+    EXPECT_EQ(q.head_dim, c.head_dim);
+    EXPECT_EQ(q.layout, abi.cache.layout);
+    EXPECT_EQ(q.cache_dtype, abi.cache.dtype);
     if (a.v) {
       SAME(v_row_stride);  // an absent tensor has no stride
     }
@@ -242,6 +253,7 @@ TEST(AbiRoundTrip, GatherKv) {
 
 TEST(AbiRoundTrip, VarlenAttentionIncludingMlaAndCacheDtypes) {
   AbiBuilder build(kCpu);
+  const int32_t host_starts[10] = {0, 4, 9, 13, 17, 0, 6, 13, 20, 23};
   for (DType t : {DType::f32, DType::bf16, DType::fp8_e4m3})
     for (bool causal : {false, true}) {
       // MLA-shaped: one kv head of 11 latent features, v the same rows, v_dim 8.
@@ -252,7 +264,9 @@ TEST(AbiRoundTrip, VarlenAttentionIncludingMlaAndCacheDtypes) {
                              .num_seqs = 4, .num_q_heads = 6, .num_kv_heads = 1, .head_dim = 11,
                              .v_dim = 8, .scale = 0.125f, .causal = causal, .kv_dtype = t,
                              .k_scale = 0.5f, .v_scale = 2.0f, .max_q_len = 9,
-                             .max_k_len = 13};
+                             .max_k_len = 13, .workspace = at<uint8_t>(95000),
+                             .workspace_bytes = 640, .q_starts_host = host_starts,
+                             .k_starts_host = host_starts + 5};
       const kvcheck_varlen_attention_args abi = build.varlen_attention(a, 17, 23);
       EXPECT_EQ(abi.max_q_len, 9);
       EXPECT_EQ(abi.max_k_len, 13);
@@ -264,7 +278,15 @@ TEST(AbiRoundTrip, VarlenAttentionIncludingMlaAndCacheDtypes) {
       SAME(k_starts); SAME(out); SAME(out_row_stride); SAME(lse); SAME(num_seqs);
       SAME(num_q_heads); SAME(num_kv_heads); SAME(head_dim); SAME(v_dim); SAME(scale);
       SAME(causal); SAME(kv_dtype); SAME(k_scale); SAME(v_scale); SAME(max_q_len);
-      SAME(max_k_len);
+      SAME(max_k_len); SAME(workspace); SAME(workspace_bytes); SAME(q_starts_host);
+      SAME(k_starts_host);
+      EXPECT_EQ(abi.q_starts_host, host_starts);  // host memory: passed as it is
+      const kvcheck_size_query q = size_query(a);
+      EXPECT_EQ(q.op, KVCHECK_OP_VARLEN_ATTENTION);
+      EXPECT_EQ(q.max_seqs, 4);
+      EXPECT_EQ(q.num_q_heads, 6);
+      EXPECT_EQ(q.v_dim, 8);
+      EXPECT_EQ(q.cache_dtype, abi.kv_dtype);
       EXPECT_EQ(b.num_rows, 17);
       EXPECT_EQ(b.num_keys, 23);
     }
