@@ -128,7 +128,6 @@ size_t PluginDecoder::buffer_bytes(const DecodeShape& s, int table_stride, int m
 }
 
 void PluginDecoder::prepare(const DecodeShape& s, int table_stride, int max_splits) {
-  shape_ = s;
   table_stride_ = table_stride;
   max_splits_ = max_splits;
   const Sizes z = sizes(s, table_stride, max_splits);

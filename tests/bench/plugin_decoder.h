@@ -64,7 +64,6 @@ class PluginDecoder {
   void* handle_ = nullptr;
   const kvcheck_backend* t_ = nullptr;
   int device_ = 0;
-  DecodeShape shape_;
   int table_stride_ = 0, max_splits_ = 1;
   DevBuf plan_, ws_;
   std::vector<int32_t> lens_host_;
