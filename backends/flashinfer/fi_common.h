@@ -5,6 +5,8 @@
 // author's adapter would be: no kvcheck internals.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,6 +70,28 @@ int32_t run_op(const char* op, char* err, size_t err_size, F&& body) {
     return KVCHECK_ERROR;
   }
 }
+
+// ---- element types and the fp8 cache's scales (fi_fp8.cu) ----
+
+using bf16 = __nv_bfloat16;
+using fp8 = __nv_fp8_e4m3;
+
+inline void check_cache_dtype(int32_t dtype) {
+  if (dtype != KVCHECK_BF16 && dtype != KVCHECK_FP8_E4M3)
+    throw OpError("cache dtype must be bf16 or fp8_e4m3");
+}
+
+// An fp8 cache holds value / scale. FlashInfer's kernels read the e4m3 codes as values: the
+// adapter folds k_scale into the softmax scale and multiplies the output rows by v_scale after
+// (MLA: the latent row is K and V, both k_scale); 1 for a bf16 cache.
+inline float k_scale_of(const kvcheck_paged_kv& c) {
+  return c.dtype == KVCHECK_FP8_E4M3 ? c.k_scale : 1.0f;
+}
+inline float v_scale_of(const kvcheck_paged_kv& c) {
+  return c.dtype == KVCHECK_FP8_E4M3 ? c.v_scale : 1.0f;
+}
+// out [rows][heads][dim] (bf16, any row stride) *= s, on the stream; nothing when s == 1.
+void scale_rows(const kvcheck_tensor& out, int32_t rows, float s, cudaStream_t stream);
 
 // ---- the ABI's tensors ----
 

@@ -1,6 +1,8 @@
 // fi_decode.cu — GQA paged decode through FlashInfer's FA2 batch decode: DecodePlan on the host
 // (kvcheck's paged_decode_plan), BatchDecodeWithPagedKVCacheDispatched on the stream (its
-// paged_decode), bf16 q / out / cache, head dims 64 and 128, the group sizes FlashInfer compiles.
+// paged_decode), bf16 q / out, a bf16 or fp8 e4m3 cache (fp8: k_scale folded into the softmax
+// scale, v_scale applied to the output rows after), head dims 64 and 128, the group sizes
+// FlashInfer compiles.
 //
 // FlashInfer reads page lists in CSR form (indptr, indices, last_page_len); kvcheck hands a block
 // table [rows][max_blocks_per_seq] and seq_lens. They live in kvcheck's persistent plan buffer,
@@ -32,9 +34,9 @@
 namespace kvfi {
 namespace {
 
-using bf16 = __nv_bfloat16;
 using Variant = flashinfer::DefaultAttention<false, false, false, false>;
-using Params = flashinfer::BatchDecodeParams<bf16, bf16, bf16, int32_t>;
+template <class KV>
+using Params = flashinfer::BatchDecodeParams<bf16, KV, bf16, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 
 // FlashInfer's padded batch is at most max_grid / kv_heads, max_grid = blocks per SM (at most 32
@@ -57,18 +59,18 @@ PlanStore<flashinfer::DecodePlanInfo>& planned() {
 }
 
 // The GQA group size as the template argument FlashInfer's work estimation takes.
-template <uint32_t HD>
+template <uint32_t HD, class KV>
 cudaError_t plan_for(int32_t group, void* fake_float_base, size_t float_bytes, void* int_buffer,
                      void* pinned, size_t int_bytes, flashinfer::DecodePlanInfo& info,
                      int32_t* indptr_h, uint32_t rows, uint32_t q_heads, uint32_t block_size,
                      cudaStream_t s) {
 #define KVFI_GROUP(G)                                                                         \
   case G:                                                                                     \
-    return flashinfer::DecodePlan<HD, kNoRope, Variant, Params>(                              \
+    return flashinfer::DecodePlan<HD, kNoRope, Variant, Params<KV>>(                          \
         fake_float_base, float_bytes, int_buffer, pinned, int_bytes, info, indptr_h, rows,    \
         q_heads, block_size, true, s,                                                          \
         flashinfer::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<G, HD, kNoRope,        \
-                                                                         Variant, Params>);
+                                                                         Variant, Params<KV>>);
   switch (group) {
     KVFI_GROUP(1) KVFI_GROUP(2) KVFI_GROUP(3) KVFI_GROUP(4) KVFI_GROUP(6) KVFI_GROUP(8)
     KVFI_GROUP(16)
@@ -82,7 +84,7 @@ void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype, int32_t l
   if (head_dim != 64 && head_dim != 128)
     throw OpError("head_dim " + std::to_string(head_dim) + ": this plugin compiles 64 and 128");
   if (v_dim != head_dim) throw OpError("v_dim must equal head_dim");
-  if (cache_dtype != KVCHECK_BF16) throw OpError("cache dtype must be bf16");
+  check_cache_dtype(cache_dtype);
   if (layout == KVCHECK_LAYOUT_MLA_LATENT) throw OpError("the MLA cache is not decoded here");
 }
 
@@ -136,12 +138,17 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   q.v_dim = a.v_dim;
   const size_t float_bytes = decode_workspace_bytes(q);
   const int32_t group = a.num_q_heads / a.num_kv_heads;
-  cudaError_t e = a.head_dim == 64
-                      ? plan_for<64>(group, float_base, float_bytes, plan, pinned, int_bytes,
-                                     p.info, pages.indptr.data(), rows, a.num_q_heads, bs, stream)
-                      : plan_for<128>(group, float_base, float_bytes, plan, pinned, int_bytes,
-                                      p.info, pages.indptr.data(), rows, a.num_q_heads, bs,
-                                      stream);
+  auto plan_dtype = [&](auto kv) {
+    using KV = decltype(kv);
+    return a.head_dim == 64 ? plan_for<64, KV>(group, float_base, float_bytes, plan, pinned,
+                                               int_bytes, p.info, pages.indptr.data(), rows,
+                                               a.num_q_heads, bs, stream)
+                            : plan_for<128, KV>(group, float_base, float_bytes, plan, pinned,
+                                                int_bytes, p.info, pages.indptr.data(), rows,
+                                                a.num_q_heads, bs, stream);
+  };
+  const cudaError_t e =
+      a.cache_dtype == KVCHECK_FP8_E4M3 ? plan_dtype(fp8{}) : plan_dtype(bf16{});
   check_cuda(e, "DecodePlan");
   char* csr = pinned + int_bytes;
   std::copy(pages.indptr.begin(), pages.indptr.end(), reinterpret_cast<int32_t*>(csr));
@@ -154,32 +161,27 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   planned().put(plan, p);
 }
 
-void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
+namespace {
+
+template <class KV>
+void run_kv(const kvcheck_paged_decode_args& a, const Planned<flashinfer::DecodePlanInfo>& p,
+            cudaStream_t stream) {
   const kvcheck_paged_kv& c = a.cache;
-  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_run(a, stream);
-  check_shape(c.head_dim, a.v_dim, c.dtype, c.layout);
   void* plan = data(a.plan);
-  const Planned<flashinfer::DecodePlanInfo> p = planned().get(a);
   const int32_t rows = a.num_rows, nq = a.num_q_heads, hd = c.head_dim;
-  const int64_t table_stride = stride(a.block_table, 0);
-  if (stride(a.out, 0) != static_cast<int64_t>(nq) * hd || stride(a.out, 1) != hd)
-    throw OpError("out must be packed [rows][heads][head_dim] (FlashInfer writes it so)");
-  for (int d = 0; d < 3; ++d)
-    if (stride(c.k, d) != stride(c.v, d))
-      throw OpError("K and V must have the same strides (FlashInfer's decode reads V at K's)");
-  if (rows == 0) return;
   const CsrRegions reg = regions(rows, p.blocks_per_row);
   char* base = static_cast<char*>(plan);
   auto* indptr = reinterpret_cast<int32_t*>(base + reg.indptr);
   auto* last = reinterpret_cast<int32_t*>(base + reg.last_page_len);
   auto* indices = reinterpret_cast<int32_t*>(base + reg.indices);
-  pack_pages(data_as<int32_t>(a.block_table), table_stride, indptr, indices, rows, stream);
+  pack_pages(data_as<int32_t>(a.block_table), stride(a.block_table, 0), indptr, indices, rows,
+             stream);
 
   const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
-  flashinfer::paged_kv_t<bf16, int32_t> kv(
-      c.num_kv_heads, c.block_size, hd, rows, flashinfer::QKVLayout::kNHD, data_as<bf16>(c.k),
-      data_as<bf16>(c.v), kv_strides, indices, indptr, last);
-  Params params;
+  flashinfer::paged_kv_t<KV, int32_t> kv(
+      c.num_kv_heads, c.block_size, hd, rows, flashinfer::QKVLayout::kNHD, data_as<KV>(c.k),
+      data_as<KV>(c.v), kv_strides, indices, indptr, last);
+  Params<KV> params;
   params.q = data_as<bf16>(a.q);
   params.paged_kv = kv;
   params.o = data_as<bf16>(a.out);
@@ -189,7 +191,7 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
   params.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
   params.window_left = -1;
   params.logits_soft_cap = 0.f;
-  params.sm_scale = a.scale;
+  params.sm_scale = a.scale * k_scale_of(c);
   params.rope_rcp_scale = params.rope_rcp_theta = 1.f;
   const flashinfer::DecodePlanInfo& pi = p.info;
   using flashinfer::GetPtrFromBaseOffset;
@@ -214,6 +216,27 @@ void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
                : flashinfer::BatchDecodeWithPagedKVCacheDispatched<128, kNoRope, Variant>(
                      params, tmp_v, tmp_s, false, stream);
   check_cuda(e, "BatchDecodeWithPagedKVCacheDispatched");
+  scale_rows(a.out, rows, v_scale_of(c), stream);
+}
+
+}  // namespace
+
+void decode_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
+  const kvcheck_paged_kv& c = a.cache;
+  if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) return mla_run(a, stream);
+  check_shape(c.head_dim, a.v_dim, c.dtype, c.layout);
+  const Planned<flashinfer::DecodePlanInfo> p = planned().get(a);
+  const int32_t nq = a.num_q_heads, hd = c.head_dim;
+  if (stride(a.out, 0) != static_cast<int64_t>(nq) * hd || stride(a.out, 1) != hd)
+    throw OpError("out must be packed [rows][heads][head_dim] (FlashInfer writes it so)");
+  for (int d = 0; d < 3; ++d)
+    if (stride(c.k, d) != stride(c.v, d))
+      throw OpError("K and V must have the same strides (FlashInfer's decode reads V at K's)");
+  if (a.num_rows == 0) return;
+  if (c.dtype == KVCHECK_FP8_E4M3)
+    run_kv<fp8>(a, p, stream);
+  else
+    run_kv<bf16>(a, p, stream);
 }
 
 }  // namespace kvfi

@@ -1,5 +1,6 @@
 // fi_mla.cu — MLA decode through FlashInfer's FA2 MLA kernel (BatchMLAPagedAttention over ckv 512
-// + kpe 64, bf16): kvcheck's paged_decode over the latent cache. The cache row of a token is 576
+// + kpe 64; a bf16 or fp8 e4m3 cache, fp8 with its scale folded in around the kernel:
+// fi_common.h): kvcheck's paged_decode over the latent cache. The cache row of a token is 576
 // latent features, the first 512 its ckv (and the value), the last 64 its kpe; q likewise, in the
 // latent space (absorbed weights). MLAPlan runs on the host (kvcheck's paged_decode_plan for the
 // MLA layers); unlike the decode and prefill plans it leaves the host-to-device copy of its
@@ -25,8 +26,8 @@
 namespace kvfi {
 namespace {
 
-using bf16 = __nv_bfloat16;
-using Params = flashinfer::MLAParams<bf16, bf16, bf16, int32_t>;
+template <class KV>
+using Params = flashinfer::MLAParams<bf16, KV, bf16, int32_t>;
 constexpr int32_t kCkv = 512, kKpe = 64;
 
 // MLAPlan's int layout is sized by its work-list capacity (16384 items) and the SM count, not by
@@ -52,19 +53,20 @@ void check_shape(int32_t head_dim, int32_t v_dim, int32_t cache_dtype) {
     throw OpError("MLA: head_dim " + std::to_string(head_dim) + " / v_dim " +
                   std::to_string(v_dim) + ": FlashInfer's MLA kernel takes 576 / 512 (ckv 512 + "
                   "kpe 64)");
-  if (cache_dtype != KVCHECK_BF16) throw OpError("MLA: cache dtype must be bf16");
+  check_cache_dtype(cache_dtype);
 }
 
 // Fills FlashInfer's MLA params from a plan (its int buffer at `ibuf`, its partials in `fbuf`)
-// and launches the kernel over the latent cache `c`.
-void launch(const flashinfer::MLAPlanInfo& pi, void* ibuf, void* fbuf, int32_t* kv_indptr,
+// and launches the kernel over the latent cache `c` of element type KV.
+template <class KV>
+void launch_kv(const flashinfer::MLAPlanInfo& pi, void* ibuf, void* fbuf, int32_t* kv_indptr,
             int32_t* indices, const kvcheck_paged_kv& c, const kvcheck_tensor& q_t,
             const kvcheck_tensor& out, const kvcheck_tensor& lse, int32_t nq, float scale,
             bool causal, cudaStream_t stream) {
   using flashinfer::GetPtrFromBaseOffset;
-  Params params;
+  Params<KV> params;
   bf16* q = data_as<bf16>(q_t);
-  bf16* cache = data_as<bf16>(c.k);
+  KV* cache = data_as<KV>(c.k);
   params.q_nope = q;
   params.q_pe = q + kCkv;
   params.ckv = cache;
@@ -100,7 +102,7 @@ void launch(const flashinfer::MLAPlanInfo& pi, void* ibuf, void* fbuf, int32_t* 
   params.ckv_stride_n = params.kpe_stride_n = static_cast<uint32_t>(stride(c.k, 1));
   params.o_stride_n = static_cast<uint32_t>(stride(out, 0));
   params.o_stride_h = static_cast<uint32_t>(stride(out, 1));
-  params.sm_scale = scale;
+  params.sm_scale = scale * k_scale_of(c);
   params.return_lse_base_on_e = false;
   using flashinfer::MaskMode;
   const cudaError_t e =
@@ -109,6 +111,21 @@ void launch(const flashinfer::MLAPlanInfo& pi, void* ibuf, void* fbuf, int32_t* 
              : flashinfer::mla::BatchMLAPagedAttention<MaskMode::kNone, kCkv, kKpe>(
                    params, pi.num_blks_x, pi.num_blks_y, stream);
   check_cuda(e, "BatchMLAPagedAttention");
+}
+
+// The kernel for the cache's dtype; then the output rows times the latent's scale (V is the
+// latent, stored with k_scale).
+void launch(const flashinfer::MLAPlanInfo& pi, void* ibuf, void* fbuf, int32_t* kv_indptr,
+            int32_t* indices, const kvcheck_paged_kv& c, const kvcheck_tensor& q_t,
+            const kvcheck_tensor& out, const kvcheck_tensor& lse, int32_t nq, float scale,
+            bool causal, int32_t rows, cudaStream_t stream) {
+  if (c.dtype == KVCHECK_FP8_E4M3)
+    launch_kv<fp8>(pi, ibuf, fbuf, kv_indptr, indices, c, q_t, out, lse, nq, scale, causal,
+                   stream);
+  else
+    launch_kv<bf16>(pi, ibuf, fbuf, kv_indptr, indices, c, q_t, out, lse, nq, scale, causal,
+                    stream);
+  scale_rows(out, rows, k_scale_of(c), stream);
 }
 
 }  // namespace
@@ -181,7 +198,8 @@ void mla_run(const kvcheck_paged_decode_args& a, cudaStream_t stream) {
              rows, stream);
   int32_t* kv_indptr = GetPtrFromBaseOffset<int32_t>(plan, pi.kv_indptr_offset);  // per work
 
-  launch(pi, plan, ws, kv_indptr, indices, c, a.q, a.out, a.lse, nq, a.scale, false, stream);
+  launch(pi, plan, ws, kv_indptr, indices, c, a.q, a.out, a.lse, nq, a.scale, false, rows,
+         stream);
 }
 
 // ---- the fused prefill over the latent cache: the same kernel with a causal mask ----
@@ -234,7 +252,7 @@ void mla_prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
   pack_pages(data_as<int32_t>(a.block_table), stride(a.block_table, 0),
              reinterpret_cast<int32_t*>(ws + reg.indptr), indices, n, stream);
   launch(pi, ws, ws + float_at, d_kv_indptr, indices, c, a.q, a.out, a.lse, a.num_q_heads,
-         a.scale, true, stream);
+         a.scale, true, a.q_starts_host[n], stream);
 }
 
 }  // namespace kvfi

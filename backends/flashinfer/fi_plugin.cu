@@ -2,7 +2,7 @@
 // pinned to 0.7.2 from its PyPI wheel: scripts/fetch-flashinfer.sh) behind kvcheck's backend ABI.
 //
 // What runs on FlashInfer: write_kv (its append kernels; fi_write.cu), paged_decode (its plan +
-// batch decode, GQA, bf16, head dims 64 and 128; fi_decode.cu) and the prefill, in one of two
+// batch decode, GQA, head dims 64 and 128; fi_decode.cu) and the prefill, in one of two
 // modes chosen by `--backend-option prefill=paged|ragged`:
 //   paged (default): the fused paged_prefill, its batch prefill over the paged cache with a causal
 //     mask (fi_prefill.cu);
@@ -10,7 +10,8 @@
 //     varlen_attention and its MergeState as merge_states (fi_ragged.cu); attention layers only
 //     (its ragged kernel has no 576 / 512 MLA shape), so the MLA layout is not declared.
 // Decode and the paged prefill also run over the MLA latent cache (its FA2 MLA kernel, ckv 512 +
-// kpe 64; fi_mla.cu). Every other op runs on kvcheck's built-in device, and the result's per-op
+// kpe 64; fi_mla.cu). Caches of bf16 or fp8 e4m3 (its scales folded in around FlashInfer's
+// kernels: fi_common.h). Every other op runs on kvcheck's built-in device, and the result's per-op
 // counts say so. Declared conventions are FlashInfer's own: q / out in bf16, LSE base 2 with -inf
 // for a row that attended nothing, graph-padded rows as rows of no pages (seq_len 0), decode steps
 // captured into CUDA graphs (its plan is re-run on the host before each replay).
@@ -178,7 +179,7 @@ kvcheck_backend make_table(const Options& o) {
   b.version = kVersion;
   kvcheck_caps& c = b.caps;
   c.struct_size = sizeof(c);
-  c.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_BF16);
+  c.cache_dtypes = KVCHECK_DTYPE_BIT(KVCHECK_BF16) | KVCHECK_DTYPE_BIT(KVCHECK_FP8_E4M3);
   c.layouts = KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_KV_SEPARATE) |
               KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_KV_INTERLEAVED);
   if (!o.ragged) c.layouts |= KVCHECK_LAYOUT_BIT(KVCHECK_LAYOUT_MLA_LATENT);

@@ -12,8 +12,9 @@
 //   indices [N * S]   (packed on the stream from the device block table)
 // Without split-KV (disable_split_kv): the workspace is sized per call before FlashInfer's
 // planner has seen the lengths, and its split partials are bounded only by the plan; each CTA
-// then reads a whole sequence's keys. bf16, head dims 64 and 128, CTA_TILE_Q 16 / 64 / 128 (the
-// plan picks one).
+// then reads a whole sequence's keys. bf16 q / out, a bf16 or fp8 e4m3 cache (fp8: its scales
+// around the kernel, fi_common.h), head dims 64 and 128, CTA_TILE_Q 16 / 64 / 128 (the plan picks
+// one).
 #include "backends/flashinfer/fi_fastdiv.cuh"  // first: see there
 
 #include <flashinfer/attention/default_prefill_params.cuh>
@@ -31,9 +32,9 @@
 namespace kvfi {
 namespace {
 
-using bf16 = __nv_bfloat16;
 using Variant = flashinfer::DefaultAttention<false, false, false, false>;
-using Params = flashinfer::BatchPrefillPagedParams<bf16, bf16, bf16, int32_t>;
+template <class KV>
+using Params = flashinfer::BatchPrefillPagedParams<bf16, KV, bf16, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 constexpr auto kCausal = flashinfer::MaskMode::kCausal;
 
@@ -41,22 +42,60 @@ CsrRegions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per
   return csr_regions(prefill_int_ws_bytes(rows, seqs, group), seqs, blocks_per_seq);
 }
 
-template <uint32_t CTA, uint32_t HD>
-cudaError_t launch(const Params& p, cudaStream_t s) {
+template <uint32_t CTA, uint32_t HD, class KV>
+cudaError_t launch(const Params<KV>& p, cudaStream_t s) {
   return flashinfer::BatchPrefillWithPagedKVCacheDispatched<true, CTA, HD, HD, kNoRope, false,
                                                             kCausal, Variant>(p, nullptr, nullptr,
                                                                               false, s);
 }
 
-template <uint32_t HD>
-cudaError_t launch_tile(int64_t cta_tile_q, const Params& p, cudaStream_t s) {
+template <uint32_t HD, class KV>
+cudaError_t launch_tile(int64_t cta_tile_q, const Params<KV>& p, cudaStream_t s) {
   switch (cta_tile_q) {
-    case 16: return launch<16, HD>(p, s);
-    case 64: return launch<64, HD>(p, s);
-    case 128: return launch<128, HD>(p, s);
+    case 16: return launch<16, HD, KV>(p, s);
+    case 64: return launch<64, HD, KV>(p, s);
+    case 128: return launch<128, HD, KV>(p, s);
   }
   throw OpError("PrefillPlan chose CTA_TILE_Q " + std::to_string(cta_tile_q) +
                 ", which this plugin does not compile");
+}
+
+template <class KV>
+void launch_kv(const kvcheck_paged_prefill_args& a, const flashinfer::PrefillPlanInfo& pi,
+               char* ws, int32_t* d_indptr, int32_t* d_indices, int32_t* d_last,
+               cudaStream_t stream) {
+  const kvcheck_paged_kv& c = a.cache;
+  const int32_t hd = c.head_dim, nq = a.num_q_heads, nkv = c.num_kv_heads, n = a.num_seqs;
+  const int32_t bs = c.block_size, group = nq / nkv;
+  const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
+  Params<KV> p;
+  p.q = data_as<bf16>(a.q);
+  p.paged_kv = flashinfer::paged_kv_t<KV, int32_t>(
+      nkv, bs, hd, n, flashinfer::QKVLayout::kNHD, data_as<KV>(c.k), data_as<KV>(c.v),
+      kv_strides, d_indices, d_indptr, d_last);
+  p.q_indptr = data_as<int32_t>(a.q_starts);
+  p.o = data_as<bf16>(a.out);
+  p.lse = data_as<float>(a.lse);
+  p.group_size = flashinfer::uint_fastdiv(group);
+  p.num_qo_heads = nq;
+  p.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
+  p.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
+  p.window_left = -1;
+  p.logits_soft_cap = 0.f;
+  p.sm_scale = a.scale * k_scale_of(c);
+  p.rope_rcp_scale = p.rope_rcp_theta = 1.f;
+  using flashinfer::GetPtrFromBaseOffset;
+  p.request_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.request_indices_offset);
+  p.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.qo_tile_indices_offset);
+  p.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_tile_indices_offset);
+  p.o_indptr = GetPtrFromBaseOffset<int32_t>(ws, pi.o_indptr_offset);
+  p.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_chunk_size_ptr_offset);
+  p.padded_batch_size = static_cast<uint32_t>(pi.padded_batch_size);
+  p.max_total_num_rows = static_cast<uint32_t>(pi.total_num_rows);
+  const cudaError_t e = hd == 64 ? launch_tile<64, KV>(pi.cta_tile_q, p, stream)
+                                 : launch_tile<128, KV>(pi.cta_tile_q, p, stream);
+  check_cuda(e, "BatchPrefillWithPagedKVCacheDispatched");
+  scale_rows(a.out, a.q_starts_host[n], v_scale_of(c), stream);
 }
 
 }  // namespace
@@ -75,7 +114,7 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
   if (hd != 64 && hd != 128)
     throw OpError("head_dim " + std::to_string(hd) + ": this plugin compiles 64 and 128");
   if (a.v_dim != hd) throw OpError("v_dim must equal head_dim");
-  if (c.dtype != KVCHECK_BF16) throw OpError("cache dtype must be bf16");
+  check_cache_dtype(c.dtype);
   if (nkv <= 0 || nq % nkv != 0) throw OpError("num_q_heads must be a multiple of num_kv_heads");
   if (a.q_starts_host == nullptr || a.ctx_lens_host == nullptr)
     throw OpError("needs q_starts_host and ctx_lens_host (its planner runs on the host)");
@@ -108,7 +147,7 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
                    pages.indptr.data(), rows, n, nq, nkv, hd, hd, bs, /*enable_cuda_graph=*/false,
                    sizeof(bf16), /*window_left=*/-1, /*fixed_split_size=*/-1,
                    /*disable_split_kv=*/true, /*num_colocated_ctas=*/0, /*uniform_q_len=*/0,
-                   stream, sizeof(bf16)),
+                   stream, c.dtype == KVCHECK_FP8_E4M3 ? 1 : sizeof(bf16)),
                "PrefillPlan");
     char* csr = pinned + int_bytes;
     std::copy(pages.indptr.begin(), pages.indptr.end(), reinterpret_cast<int32_t*>(csr));
@@ -125,34 +164,10 @@ void prefill_run(const kvcheck_paged_prefill_args& a, cudaStream_t stream) {
   pack_pages(data_as<int32_t>(a.block_table), stride(a.block_table, 0), d_indptr, d_indices, n,
              stream);
 
-  const int64_t kv_strides[3] = {stride(c.k, 0), stride(c.k, 1), stride(c.k, 2)};
-  Params p;
-  p.q = data_as<bf16>(a.q);
-  p.paged_kv = flashinfer::paged_kv_t<bf16, int32_t>(
-      nkv, bs, hd, n, flashinfer::QKVLayout::kNHD, data_as<bf16>(c.k), data_as<bf16>(c.v),
-      kv_strides, d_indices, d_indptr, d_last);
-  p.q_indptr = data_as<int32_t>(a.q_starts);
-  p.o = data_as<bf16>(a.out);
-  p.lse = data_as<float>(a.lse);
-  p.group_size = flashinfer::uint_fastdiv(group);
-  p.num_qo_heads = nq;
-  p.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
-  p.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
-  p.window_left = -1;
-  p.logits_soft_cap = 0.f;
-  p.sm_scale = a.scale;
-  p.rope_rcp_scale = p.rope_rcp_theta = 1.f;
-  using flashinfer::GetPtrFromBaseOffset;
-  p.request_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.request_indices_offset);
-  p.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.qo_tile_indices_offset);
-  p.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_tile_indices_offset);
-  p.o_indptr = GetPtrFromBaseOffset<int32_t>(ws, pi.o_indptr_offset);
-  p.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_chunk_size_ptr_offset);
-  p.padded_batch_size = static_cast<uint32_t>(pi.padded_batch_size);
-  p.max_total_num_rows = static_cast<uint32_t>(pi.total_num_rows);
-  const cudaError_t e = hd == 64 ? launch_tile<64>(pi.cta_tile_q, p, stream)
-                                 : launch_tile<128>(pi.cta_tile_q, p, stream);
-  check_cuda(e, "BatchPrefillWithPagedKVCacheDispatched");
+  if (c.dtype == KVCHECK_FP8_E4M3)
+    launch_kv<fp8>(a, pi, ws, d_indptr, d_indices, d_last, stream);
+  else
+    launch_kv<bf16>(a, pi, ws, d_indptr, d_indices, d_last, stream);
 }
 
 }  // namespace kvfi

@@ -8,7 +8,9 @@
 //
 // varlen's K/V come as float32 rows: a staging kernel rounds them to bf16 (round to nearest even,
 // how the bf16 cache stores them; the context rows were read from that cache, so exact) into the
-// workspace, laid out for R query rows, K key rows and N sequences:
+// workspace; for kv_dtype fp8 (new tokens over an fp8 cache) each element goes through e4m3 with
+// its scale first, as the cache stores it, then to bf16 (exact for power-of-two scales). Layout
+// for R query rows, K key rows and N sequences:
 //   [0, int_ws)        PrefillPlan's int workspace (no split-KV, as fi_prefill.cu)
 //   k rows [K][nkv][hd], v rows [K][nkv][hd]   (bf16)
 // PrefillPlan runs on the host from the call's host mirrors (q_starts_host, k_starts_host) with a
@@ -31,7 +33,6 @@
 namespace kvfi {
 namespace {
 
-using bf16 = __nv_bfloat16;
 using Variant = flashinfer::DefaultAttention<false, false, false, false>;
 using Params = flashinfer::BatchPrefillRaggedParams<bf16, bf16, bf16, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
@@ -49,15 +50,21 @@ RaggedRegions ragged_regions(int64_t rows, int64_t keys, int64_t seqs, int64_t g
   return r;
 }
 
+// A K/V element as the cache would hold it: through e4m3 with its scale for an fp8 kv_dtype.
+__device__ float as_cached(float x, bool through_fp8, float scale) {
+  return through_fp8 ? static_cast<float>(fp8(x / scale)) * scale : x;
+}
+
 // Rows of float32 [row][width] at row stride rs into packed bf16, for k and v at once.
 __global__ void to_bf16_kernel(const float* k, const float* v, int64_t rs, int64_t rows,
-                               int32_t width, bf16* k_out, bf16* v_out) {
+                               int32_t width, bool through_fp8, float ks, float vs, bf16* k_out,
+                               bf16* v_out) {
   const int64_t n = rows * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / width, c = i % width;
-    k_out[i] = __float2bfloat16_rn(k[r * rs + c]);
-    v_out[i] = __float2bfloat16_rn(v[r * rs + c]);
+    k_out[i] = __float2bfloat16_rn(as_cached(k[r * rs + c], through_fp8, ks));
+    v_out[i] = __float2bfloat16_rn(as_cached(v[r * rs + c], through_fp8, vs));
   }
 }
 
@@ -106,8 +113,8 @@ void varlen_run(const kvcheck_varlen_attention_args& a, cudaStream_t stream) {
   if (hd != 64 && hd != 128)
     throw OpError("head_dim " + std::to_string(hd) + ": this plugin compiles 64 and 128");
   if (a.v_dim != hd) throw OpError("v_dim must equal head_dim");
-  if (a.kv_dtype != KVCHECK_BF16 && a.kv_dtype != KVCHECK_F32)
-    throw OpError("kv_dtype must be bf16 (or f32 rows read from a bf16 cache)");
+  if (a.kv_dtype != KVCHECK_BF16 && a.kv_dtype != KVCHECK_FP8_E4M3 && a.kv_dtype != KVCHECK_F32)
+    throw OpError("kv_dtype must be bf16 or fp8_e4m3 (or f32 rows read from such a cache)");
   if (nkv <= 0 || nq % nkv != 0) throw OpError("num_q_heads must be a multiple of num_kv_heads");
   if (a.q_starts_host == nullptr || a.k_starts_host == nullptr)
     throw OpError("needs q_starts_host and k_starts_host (its planner runs on the host)");
@@ -130,7 +137,8 @@ void varlen_run(const kvcheck_varlen_attention_args& a, cudaStream_t stream) {
     const int blocks = static_cast<int>(std::min<int64_t>((elems + 255) / 256, 4096));
     to_bf16_kernel<<<blocks, 256, 0, stream>>>(data_as<const float>(a.k),
                                                data_as<const float>(a.v), stride(a.k, 0), keys,
-                                               nkv * hd, k_rows, v_rows);
+                                               nkv * hd, a.kv_dtype == KVCHECK_FP8_E4M3,
+                                               a.k_scale, a.v_scale, k_rows, v_rows);
     check_cuda(cudaGetLastError(), "varlen staging launch");
   }
 
