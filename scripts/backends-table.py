@@ -17,7 +17,10 @@ each.
   scripts/backends-table.py build/kvcheck \
       build/backends/flashinfer/libkvcheck_backend_flashinfer.so \
       build/backends/flashinfer/libkvcheck_backend_flashinfer.so::prefill=ragged \
+      --scale-args "--epochs 1 --sampled-requests 1" --records results/backends-records.json \
       --notes results/backends-notes.json --out results/backends.md [-- KVCHECK_RUN_ARGS...]
+  scripts/backends-table.py --render results/backends-records.json \
+      --notes results/backends-notes.json --out results/backends.md   # re-render, no runs
 """
 import argparse
 import datetime
@@ -109,35 +112,90 @@ def regression_status(base, r):
             else "regression: **differ**")
 
 
+def render(doc, notes):
+    """The markdown table of a run's records (see main), with the notes' classifications."""
+    rows = []
+    for rec in doc["records"]:
+        note = notes.get(rec["scenario"], "")
+        status = "; ".join(rec["statuses"])
+        if "**differ**" in status and note:
+            status = status.replace("**differ**", "differ")  # classified in the notes
+        cells = " | ".join(rec["cells"])
+        rows.append(f'| {rec["scenario"]} | {cells} | {status} | {note} |')
+    names = doc["plugin_names"]
+    head = [
+        "# Scenario x backend verdicts",
+        "",
+        f'Date: {doc["date"]}. kvcheck {doc["version"]}, commit {doc["commit"]}. '
+        f'GPU: {doc["gpu"]}. CUDA: {doc["cuda"]}.',
+        "Plugins: " + "; ".join(names) + ".",
+        "",
+        f'Command: `{doc["command"]}`',
+        "(every scenario with --no-regressions --expect clean; a cell: verdict, max relative "
+        "error, seconds, op calls the plugin ran; for a scenario with regressions, its verdict "
+        "and first failing check site with them on; GPU-scale scenarios, directly in "
+        "scenarios/gpu/, also take the --scale-args). Status: per plugin column, the clean runs' "
+        "verdicts compared, then the regression runs'.",
+        "",
+        "| scenario | built-in cuda | " + " | ".join(names) + " | status | why |",
+        "|---|---|" + "---|" * len(names) + "---|---|",
+    ]
+    return "\n".join(head + rows) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("kvcheck")
-    ap.add_argument("plugins", nargs="+")
-    ap.add_argument("--notes", help="JSON {scenario: classification of a disagreement}")
+    ap.add_argument("kvcheck", nargs="?")
+    ap.add_argument("plugins", nargs="*")
+    ap.add_argument("--notes", help="JSON {scenario path: classification of a disagreement}")
     ap.add_argument("--out", default="-")
+    ap.add_argument("--records", help="also write the run's records (JSON) here, for --render")
+    ap.add_argument("--render", help="no runs: render the table from these records and --notes")
+    ap.add_argument("--scale-args", default="",
+                    help="more `kvcheck run` options for the GPU-scale scenarios only (those "
+                         "directly in scenarios/gpu/), e.g. \"--epochs 1 --sampled-requests 1\"")
     ap.add_argument("--commit", help="the kvcheck commit (default: git rev-parse HEAD here)")
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # more `kvcheck run` options
     a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     notes = json.loads(pathlib.Path(a.notes).read_text()) if a.notes else {}
+    if a.render:
+        doc = json.loads(pathlib.Path(a.render).read_text())
+    else:
+        if not a.kvcheck or not a.plugins:
+            ap.error("give KVCHECK and at least one PLUGIN (or --render RECORDS)")
+        doc = run_all(a, extra)
+        if a.records:
+            pathlib.Path(a.records).write_text(json.dumps(doc, indent=1) + "\n")
+    text = render(doc, notes)
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        pathlib.Path(a.out).write_text(text)
+    return 0
+
+
+def run_all(a, extra):
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip()
     commit = a.commit or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
-    rows, plugin_names, version = [], {}, ""
+    records, plugin_names, version = [], {}, ""
+    scale = a.scale_args.split()
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios():
+            args = extra + (scale if s.parent == REPO / "scenarios" / "gpu" else [])
             regs = has_regressions(s)
-            base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra)
-            base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra, False) \
+            base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, args)
+            base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, args, False) \
                 if regs else None
             version = version or base.get("kvcheck", "")
             cells = [cell(base, base_reg)]
             statuses = []  # one per plugin
             for i, plugin in enumerate(a.plugins):
-                r = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra)
-                r_reg = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra, False) \
+                r = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, args)
+                r_reg = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, args, False) \
                     if regs and "verdict" in r else None
                 path, _, options = plugin.partition("::")
                 if "plugin" in r:
@@ -149,39 +207,16 @@ def main():
                 if r_reg is not None:
                     st = ", ".join(x for x in (st, regression_status(base_reg, r_reg)) if x)
                 statuses.append(st)
-            name = str(s.relative_to(REPO / "scenarios"))
-            note = notes.get(name, notes.get(s.stem, ""))
-            status = "; ".join(statuses)
-            if "**differ**" in status and note:
-                status = status.replace("**differ**", "differ")  # classified in the notes
-            rel = s.relative_to(REPO / "scenarios")
-            rows.append(f"| {rel} | " + " | ".join(cells) + f" | {status} | {note} |")
-            print(rows[-1], file=sys.stderr)
-    head = [
-        "# Scenario x backend verdicts",
-        "",
-        f"Date: {datetime.date.today()}. kvcheck {version}, commit {commit}. GPU: {smi}. "
-        f"CUDA: {nvcc.splitlines()[-1] if nvcc else '?'}.",
-        "Plugins: " + "; ".join(plugin_names.values()) + ".",
-        "",
-        "Command: `scripts/backends-table.py " +
-        " ".join([a.kvcheck] + a.plugins) + (f" --out {a.out}" if a.out != "-" else "") +
-        (f" --notes {a.notes}" if a.notes else "") +
-        (" -- " + " ".join(extra) if extra else "") + "`",
-        "(every scenario with --no-regressions --expect clean; a cell: verdict, max relative "
-        "error, seconds, op calls the plugin ran; for a scenario with regressions, its verdict "
-        "and first failing check site with them on). Status: per plugin column, the clean runs' "
-        "verdicts compared, then the regression runs'.",
-        "",
-        "| scenario | built-in cuda | " + " | ".join(plugin_names.values()) + " | status | why |",
-        "|---|---|" + "---|" * len(a.plugins) + "---|---|",
-    ]
-    text = "\n".join(head + rows) + "\n"
-    if a.out == "-":
-        sys.stdout.write(text)
-    else:
-        pathlib.Path(a.out).write_text(text)
-    return 0
+            records.append({"scenario": str(s.relative_to(REPO / "scenarios")), "cells": cells,
+                            "statuses": statuses})
+            print(json.dumps(records[-1]), file=sys.stderr, flush=True)
+    command = ("scripts/backends-table.py " + " ".join([a.kvcheck] + a.plugins) +
+               (f" --scale-args '{a.scale_args}'" if a.scale_args else "") +
+               (" -- " + " ".join(extra) if extra else ""))
+    return {"date": str(datetime.date.today()), "version": version, "commit": commit,
+            "gpu": smi, "cuda": nvcc.splitlines()[-1] if nvcc else "?",
+            "plugin_names": [plugin_names[p] for p in a.plugins], "command": command,
+            "records": records}
 
 
 if __name__ == "__main__":
