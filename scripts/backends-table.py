@@ -25,6 +25,7 @@ each.
 import argparse
 import datetime
 import json
+import math
 import pathlib
 import subprocess
 import sys
@@ -37,6 +38,13 @@ def scenarios():
     files = sorted(p for p in (REPO / "scenarios").rglob("*.json") if "schema" not in p.parts)
     host = [p for p in files if p.parent.name != "gpu"]
     return host + [p for p in files if p.parent.name == "gpu"]
+
+
+def worst(errors):
+    """The largest of per-epoch errors as the result writes them (a number, null, or a string
+    such as "inf" / "nan" for a non-finite one); a NaN wins."""
+    vals = [float(e) for e in errors if e is not None] or [0.0]
+    return float("nan") if any(math.isnan(v) for v in vals) else max(vals)
 
 
 def has_regressions(scenario):
@@ -61,7 +69,7 @@ def run(kvcheck, scenario, out_dir, plugin, extra, clean=True):
         return row
     row["kvcheck"] = doc.get("kvcheck_version", "")
     row["verdict"] = doc["verdict"]
-    row["max_err"] = max([(e.get("max_rel_error") or 0.0) for e in doc["epochs"]] or [0.0])
+    row["max_err"] = worst([e.get("max_rel_error") for e in doc["epochs"]])
     row["seconds"] = doc["seconds"]
     f = doc.get("first_failure")
     row["site"] = f["site"] if f else None
@@ -133,9 +141,9 @@ def render(doc, notes):
         f'Command: `{doc["command"]}`',
         "(every scenario with --no-regressions --expect clean; a cell: verdict, max relative "
         "error, seconds, op calls the plugin ran; for a scenario with regressions, its verdict "
-        "and first failing check site with them on; GPU-scale scenarios, directly in "
-        "scenarios/gpu/, also take the --scale-args). Status: per plugin column, the clean runs' "
-        "verdicts compared, then the regression runs'.",
+        "and first failing check site with them on; the clean runs of the GPU-scale scenarios, "
+        "directly in scenarios/gpu/, also take the --scale-args). Status: per plugin column, "
+        "the clean runs' verdicts compared, then the regression runs'.",
         "",
         "| scenario | built-in cuda | " + " | ".join(names) + " | status | why |",
         "|---|---|" + "---|" * len(names) + "---|---|",
@@ -185,17 +193,18 @@ def run_all(a, extra):
     scale = a.scale_args.split()
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios():
+            # The scale args shorten the clean runs only: a regression may need every epoch.
             args = extra + (scale if s.parent == REPO / "scenarios" / "gpu" else [])
             regs = has_regressions(s)
             base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, args)
-            base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, args, False) \
+            base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra, False) \
                 if regs else None
             version = version or base.get("kvcheck", "")
             cells = [cell(base, base_reg)]
             statuses = []  # one per plugin
             for i, plugin in enumerate(a.plugins):
                 r = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, args)
-                r_reg = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, args, False) \
+                r_reg = run(a.kvcheck, s, pathlib.Path(tmp) / f"p{i}", plugin, extra, False) \
                     if regs and "verdict" in r else None
                 path, _, options = plugin.partition("::")
                 if "plugin" in r:
