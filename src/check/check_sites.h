@@ -51,6 +51,12 @@ enum class CheckKind {
 inline constexpr std::size_t kNumCheckKinds = 4;
 std::string_view check_kind_name(CheckKind kind);
 
+// The sites that have a drift check (against the reference, within a tolerance): the mixer
+// outputs of attention, MLA and linear layers.
+inline bool has_drift_check(CheckSite site) {
+  return site != CheckSite::fp8_output && site != CheckSite::sampled_token;
+}
+
 // The site of a layer's mixer output (the attention / linear-attention output before the fp8 op)
 // for a row of a decode step or of a prefill chunk with or without cached context.
 CheckSite mixer_site(LayerKind kind, bool is_decode, bool has_context);

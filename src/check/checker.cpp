@@ -40,8 +40,9 @@ double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
 
 }  // namespace
 
-Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
-    : s_(s), w_(w), tol_(drift_tolerance(s)),
+Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
+                 unsigned max_workers)
+    : s_(s), w_(w), tol_(tolerances),
       workers_(max_workers ? max_workers : default_worker_count()) {}
 
 void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
@@ -77,6 +78,7 @@ void Checker::fail(const Where& w, CheckKind check, double value, double tol,
 void Checker::record_nonfinite(const Where& w, const char* what) {
   ++stats_.nonfinite_outputs;
   stats_.max_rel_error = NAN;  // a non-finite row has no error; the epoch's maximum says so
+  stats_.site_max_rel_error[static_cast<size_t>(w.site)] = NAN;
   if (s_.checks.nonfinite) fail(w, CheckKind::nonfinite, NAN, 0.0, what);
 }
 
@@ -95,10 +97,13 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
     if (!want) continue;  // outside the reference sample: nothing to compare with
     const double err = rel_l2(g, want + h * D, D, floor);
     if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
-    if (s_.checks.drift && !(err <= tol_))
-      fail(wh, CheckKind::drift, err, tol_,
+    double& site_max = stats_.site_max_rel_error[static_cast<size_t>(w.site)];
+    if (!std::isnan(site_max)) site_max = std::max(site_max, err);
+    const double tol = tol_[static_cast<size_t>(w.site)];
+    if (s_.checks.drift && !(err <= tol))
+      fail(wh, CheckKind::drift, err, tol,
            fmt::format("relative L2 error {:.3g} > tolerance {:.3g} (|ref| = {:.3g}, floor {:.3g})",
-                       err, tol_, l2(want + h * D, D), floor));
+                       err, tol, l2(want + h * D, D), floor));
   }
 }
 

@@ -21,6 +21,7 @@
 #include "engine/model_runner.h"
 #include "engine/model_weights.h"
 #include "engine/scheduler.h"
+#include "check/tolerances.h"
 #include "engine/step_plan.h"
 #include "reference/ref_sequence.h"
 #include "report/run_result.h"
@@ -32,7 +33,12 @@ class Checker {
  public:
   // max_workers: threads that extend the references of one step's requests at the same time
   // (0: one per hardware thread). The results do not depend on it.
-  Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0);
+  // tolerances: the drift tolerance of each check site (tolerances.h); without them, the
+  // scenario's for kvcheck's own float32 ops.
+  Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
+          unsigned max_workers = 0);
+  explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0)
+      : Checker(s, w, drift_tolerances(s, OpPrecision::f32), max_workers) {}
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
@@ -45,7 +51,8 @@ class Checker {
   // Called before each reference position is computed, from any worker thread; it may throw to
   // end the run (--max-seconds), and check_step then rethrows it.
   void set_interrupt(std::function<void()> f) { interrupt_ = std::move(f); }
-  double tolerance() const { return tol_; }
+  const SiteTolerances& tolerances() const { return tol_; }
+  double tolerance(CheckSite site) const { return tol_[static_cast<size_t>(site)]; }
   // Whether `request` is checked against the reference this epoch (all of them in full mode).
   bool checked(int32_t request) const { return checked_.at(static_cast<size_t>(request)) != 0; }
   // Reference sequences alive now: one per checked request still running, never one for a
@@ -73,7 +80,7 @@ class Checker {
 
   const Scenario& s_;
   const ModelWeights& w_;
-  double tol_;
+  SiteTolerances tol_;
   unsigned workers_;
   int32_t epoch_ = 0;
   std::map<int32_t, RefSequence> refs_;       // per checked request, this epoch

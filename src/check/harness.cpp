@@ -18,7 +18,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-RunResult result_header(const Scenario& s, const std::string& device) {
+OpPrecision op_precision(DType attention_io) {
+  return attention_io == DType::f32 ? OpPrecision::f32 : OpPrecision::half_io;
+}
+
+RunResult result_header(const Scenario& s, const std::string& device, OpPrecision precision) {
   RunResult result;
   result.scenario = s.name;
   result.scenario_path = s.source_path;
@@ -26,7 +30,8 @@ RunResult result_header(const Scenario& s, const std::string& device) {
   result.seed = s.seed;
   result.regressions = s.regressions.names();
   result.expected = s.expect;
-  result.tolerance = drift_tolerance(s);
+  result.tolerances = drift_tolerances(s, precision);
+  result.tolerance = largest_tolerance(result.tolerances);
   result.reference_mode = s.checks.reference;
   if (s.checks.reference == ReferenceMode::sampled)
     result.reference_sampled_requests = s.checks.sampled_requests;
@@ -35,9 +40,9 @@ RunResult result_header(const Scenario& s, const std::string& device) {
 
 RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
   const auto t_run = std::chrono::steady_clock::now();
-  RunResult result = result_header(s, device.name());
+  RunResult result = result_header(s, device.name(), op_precision(device.attention_io_dtype()));
   Engine engine(s, device);
-  Checker checker(s, engine.weights());
+  Checker checker(s, engine.weights(), result.tolerances);
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "check/tolerances.h"
 #include "device/device.h"
 #include "report/run_result.h"
 #include "scenario/scenario.h"
@@ -25,7 +26,10 @@ struct HarnessHooks {
 
 // What a result says about the run before anything has run: the scenario, the device, the
 // regressions and expectation, the drift tolerance and reference mode it is judged with.
-RunResult result_header(const Scenario& scenario, const std::string& device);
+RunResult result_header(const Scenario& scenario, const std::string& device,
+                        OpPrecision precision = OpPrecision::f32);
+// The tolerances' op precision of a device whose attention ops compute in `attention_io`.
+OpPrecision op_precision(DType attention_io);
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
 // valid (parse_scenario succeeded) with CLI overrides already applied.

@@ -12,34 +12,31 @@
 // (missing or foreign keys and values: 0.07 to 1 and growing; stale bytes: NaN/Inf).
 #pragma once
 
+#include <array>
+
+#include "check/check_sites.h"
 #include "kernels/dtype.cuh"
 #include "scenario/scenario.h"
 
 namespace kv {
 
-// Measured with scripts/measure-tolerances.py (20 seeds x 14 scenarios per dtype: smoke, the
-// regression and the seed scenarios; results/tolerances.md): the largest clean error was 1.9e-3
-// (f32), 8.5e-3 (f16), 2.26e-2 (bf16), 2.1e-2 (fp8 e4m3, k_scale 1/16, v_scale 1/4). The worst
-// cases are linear-attention rows of the hybrid seed-000 model: a linear layer integrates every
-// earlier position's inputs into its state, so the upstream layers' cache-dtype rounding noise
-// accumulates there instead of averaging out. Attention and MLA rows stay below 1e-2. The
-// defaults keep 5x (f32), 4.7x (f16), 1.8x (bf16) and 2.9x (fp8) headroom; the smallest
-// corruption the regression scenarios produce at their first failure is 6.7e-2, most are NaN or
-// of order 1.
-inline double default_drift_tolerance(DType cache_dtype) {
-  switch (cache_dtype) {
-    case DType::f32: return 1e-2;
-    case DType::f16: return 4e-2;
-    case DType::bf16: return 4e-2;
-    case DType::fp8_e4m3: return 6e-2;
-  }
-  return 4e-2;
-}
+// How a run's attention ops compute their outputs: kvcheck's float32 ops, or a backend plugin
+// whose q / out are 16-bit (bf16 or f16 io: its attention rows carry that rounding and, with
+// tensor cores, P rounded to 16 bits for P.V).
+enum class OpPrecision { f32, half_io };
 
-// The tolerance a scenario is judged with: checks.tolerance, else the cache dtype's default.
-inline double drift_tolerance(const Scenario& s) {
-  return s.checks.tolerance.value_or(default_drift_tolerance(s.cache.dtype));
-}
+// Per check site (CheckSite order), the drift tolerance; 0 where there is no drift check.
+using SiteTolerances = std::array<double, kNumCheckSites>;
+
+// The calibrated defaults (tolerances.cpp: per cache dtype, site and op precision).
+SiteTolerances default_tolerances(DType cache_dtype, OpPrecision precision);
+
+// What a scenario is judged with: checks.tolerance, when given, for every drift site; else the
+// calibrated defaults.
+SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision);
+
+// The largest of them (the result's "tolerance").
+double largest_tolerance(const SiteTolerances& t);
 
 // The drift denominator never falls below this share of the token's RMS head norm in that layer
 // (checker.cpp rel_l2): linear-attention heads can nearly cancel (q·S), and their tiny rows carry

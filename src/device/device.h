@@ -104,6 +104,9 @@ class Device {
   // What graph-padded decode rows hold: seq_len and block-table entry (unused entries of every
   // block-table row too). The built-in ops take 0 / 0; a backend may declare 1 and -1.
   virtual PadContract padding() const { return {}; }
+  // The element type the attention ops' q and out are computed in: f32 for kvcheck's own ops, a
+  // backend's io dtype when it runs them (the oracle's tolerances depend on it).
+  virtual DType attention_io_dtype() const { return DType::f32; }
 
   // ---- graphs ----
   // Between begin_capture and end_capture ops are recorded, not run, and alloc() draws from the

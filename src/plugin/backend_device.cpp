@@ -51,6 +51,13 @@ PadContract BackendDevice::padding() const {
   return {.seq_len = c.pad_seq_len, .block_id = c.pad_block_id};
 }
 
+DType BackendDevice::attention_io_dtype() const {
+  for (kvcheck_op op : {KVCHECK_OP_PAGED_DECODE, KVCHECK_OP_VARLEN_ATTENTION,
+                        KVCHECK_OP_MERGE_STATES, KVCHECK_OP_PAGED_PREFILL})
+    if (placement_[op]) return io_dtype_;
+  return builtin_->attention_io_dtype();
+}
+
 bool BackendDevice::lse_converts() const {
   const kvcheck_caps& c = backend_->table().caps;
   return c.lse_base != KVCHECK_LSE_NATURAL || c.empty_row_lse > 0;

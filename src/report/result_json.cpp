@@ -26,6 +26,22 @@ json to_json(const Failure& f) {
   };
 }
 
+namespace {
+
+// {site: value} over the drift sites (check_sites.h), in site order; with skip_unchecked,
+// without the sites an epoch checked no row of (-1).
+json by_site(const std::array<double, kNumCheckSites>& v, bool skip_unchecked) {
+  json o = json::object();
+  for (size_t i = 0; i < kNumCheckSites; ++i) {
+    const auto site = static_cast<CheckSite>(i);
+    if (!has_drift_check(site) || (skip_unchecked && v[i] == -1.0)) continue;
+    o[std::string(site_name(site))] = json_number(v[i]);
+  }
+  return o;
+}
+
+}  // namespace
+
 json to_json(const EpochStats& e) {
   return json{
       {"epoch", e.epoch},
@@ -35,6 +51,7 @@ json to_json(const EpochStats& e) {
       {"clean_request_fraction", json_number(e.clean_request_fraction)},
       {"nonfinite_outputs", e.nonfinite_outputs},
       {"max_rel_error", json_number(e.max_rel_error)},
+      {"max_rel_error_by_site", by_site(e.site_max_rel_error, true)},
       {"first_bad_step", e.first_bad_step ? json(*e.first_bad_step) : json(nullptr)},
       {"steps", e.steps},
       {"graph_replays", e.graph_replays},
@@ -97,6 +114,7 @@ json to_json(const RunResult& r) {
       {"verdict", verdict_name(r.verdict)},
       {"meets_expectation", r.meets_expectation()},
       {"tolerance", json_number(r.tolerance)},
+      {"tolerances", by_site(r.tolerances, false)},
       {"reference_mode", to_string(r.reference_mode)},
       {"epochs", std::move(epochs)},
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},

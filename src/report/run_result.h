@@ -2,6 +2,7 @@
 // the result JSON and the exit code. Plain data.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,12 @@ struct Failure {
   std::string detail;    // one human line
 };
 
+inline std::array<double, kNumCheckSites> no_site_errors() {
+  std::array<double, kNumCheckSites> a;
+  a.fill(-1.0);
+  return a;
+}
+
 // One epoch: the engine's counters and what the checks found.
 struct EpochStats : EpochCounters {
   int32_t epoch = 0;  // 1-based
@@ -56,6 +63,8 @@ struct EpochStats : EpochCounters {
   double clean_request_fraction = 0.0;
   int64_t nonfinite_outputs = 0;
   double max_rel_error = 0.0;               // over all checked rows; NaN if any row was NaN
+  // The same per check site (CheckSite order): -1 where the epoch checked no row of the site.
+  std::array<double, kNumCheckSites> site_max_rel_error = no_site_errors();
   std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
@@ -105,7 +114,9 @@ struct RunResult {
   std::vector<std::string> regressions;
   Expectation expected = Expectation::clean;
   Verdict verdict = Verdict::clean;
-  double tolerance = 0.0;     // the drift tolerance used
+  double tolerance = 0.0;     // the largest drift tolerance used (checks.tolerance if given)
+  // The drift tolerance of each check site (CheckSite order); 0 for a site with no drift check.
+  std::array<double, kNumCheckSites> tolerances{};
   ReferenceMode reference_mode = ReferenceMode::full;  // scenario checks.reference
   int32_t reference_sampled_requests = 0;  // sampled mode: requests checked per epoch (at most)
   std::vector<EpochStats> epochs;
