@@ -1,6 +1,7 @@
 // poll.h — how a caller ends a long host op mid-way (--max-seconds): it installs a poll for its
-// thread (PollScope), and the long ops — attention, decode, the dense linear, pattern fills — call
-// poll_point() between small units of work (a query row's head, a decode tile, a row, a megabyte).
+// thread (PollScope), and the ops whose work grows with a step — attention, decode, merge, the
+// dense linear, fp8, conversions, pattern fills — call poll_point() between small units of work
+// (a query row's head, a decode tile, a row, a megabyte).
 // Every kPollWork units of work (about multiply-adds or bytes: a few milliseconds on one core)
 // poll_point() calls the poll, which may throw; the op then ends with its outputs partly written,
 // and its caller abandons them.
