@@ -5,6 +5,7 @@
 
 #include "kernels/convert_rows.cuh"
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 
@@ -12,8 +13,10 @@ void convert_rows(const ConvertRowsArgs& a) {
   if (a.src_dtype == DType::fp8_e4m3 || a.dst_dtype == DType::fp8_e4m3)
     throw std::invalid_argument("convert_rows: f32, f16 and bf16 only");
   if (a.rows < 0 || a.cols < 0) throw std::invalid_argument("convert_rows: negative size");
-  for (int64_t r = 0; r < a.rows; ++r)
+  for (int64_t r = 0; r < a.rows; ++r) {
+    poll_point(a.cols);  // --max-seconds
     for (int64_t c = 0; c < a.cols; ++c) convert_element(a, r, c);
+  }
 }
 
 }  // namespace kv::host

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 #include "kernels/model_math.cuh"
 
 namespace kv::host {
@@ -44,6 +45,7 @@ void linear(const LinearArgs& a) {
   const int64_t x_group_stride = a.x_group_stride == 0 ? a.in_dim : a.x_group_stride;
   const int64_t w_group_stride = static_cast<int64_t>(a.out_dim) * a.in_dim;
   for (int32_t r = 0; r < a.num_rows; ++r) {
+    poll_point(static_cast<int64_t>(a.groups) * w_group_stride);  // --max-seconds
     for (int32_t g = 0; g < a.groups; ++g) {
       const float* x = a.x + r * a.x_row_stride + g * x_group_stride;
       const float* wg = a.w + g * w_group_stride;

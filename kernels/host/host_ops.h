@@ -5,6 +5,8 @@
 // whether a bug shows, float accumulation as GPU kernels do. One file per op family; no threads.
 // Ops may throw std::invalid_argument when a descriptor breaks its own contract (e.g. a decode
 // row asks for more splits than the workspace holds), where a GPU kernel would write out of bounds.
+// The ops whose work grows with a step's rows call poll.h's poll_point() between rows (or tiles,
+// or megabytes of a fill), so that a caller can end them mid-op (--max-seconds).
 #pragma once
 
 #include <cstddef>

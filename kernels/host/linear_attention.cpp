@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 namespace {
@@ -67,6 +68,7 @@ void run_head(const LinearAttnArgs& a, int32_t h, int64_t r0, int64_t r1, float*
   const int32_t d = a.head_dim;
   const int64_t f0 = static_cast<int64_t>(h) * d;
   for (int64_t r = r0; r < r1; ++r) {
+    poll_point(2 * static_cast<int64_t>(d) * d);  // --max-seconds
     const float* q = a.q + r * a.qkv_row_stride + f0;
     const float* k = a.k + r * a.qkv_row_stride + f0;
     const float* v = a.v + r * a.qkv_row_stride + f0;

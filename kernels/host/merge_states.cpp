@@ -6,12 +6,14 @@
 // reaches the output; two empty states give weights 0 and 0, output 0 and lse -inf.
 #include "kernels/attn_state.cuh"
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 
 void merge_states(const MergeStatesArgs& a) {
   const int32_t hd = a.head_dim;
   for (int32_t r = 0; r < a.num_rows; ++r) {
+    poll_point(static_cast<int64_t>(a.num_heads) * hd);  // --max-seconds
     const float* oa = a.out_a + r * a.row_stride;
     const float* ob = a.out_b + r * a.row_stride;
     float* o = a.out + r * a.row_stride;

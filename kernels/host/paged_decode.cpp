@@ -20,6 +20,7 @@
 #include "kernels/attn_state.cuh"
 #include "kernels/host/cache_rows.h"
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 namespace {
@@ -41,6 +42,7 @@ void attend_split(const PagedDecodeArgs& a, const int32_t* table, const float* q
   // The tiles are the blocks overlapping [start, end); end <= seq_len, so the last one is at
   // most block ceil(seq_len / bs) - 1 and no table entry past the sequence's blocks is read.
   for (int64_t tile = start / bs; tile <= (end - 1) / bs; ++tile) {
+    poll_point(static_cast<int64_t>(bs) * group * (hd + vd));  // --max-seconds
     const int32_t block = table[tile];
     for (int32_t e = 0; e < bs; ++e) {
       const int64_t tok = tile * bs + e;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 
@@ -26,6 +27,7 @@ void quant_fp8(const QuantFp8Args& a) {
   const float scale = amax / 448.0f;
   if (a.scale_out) *a.scale_out = scale;
   for (int32_t r = 0; r < a.num_rows; ++r) {
+    poll_point(a.cols);  // --max-seconds
     const float* x = a.x + r * a.row_stride;
     float* y = a.y + r * a.row_stride;  // may equal x: each element is read before it is written
     if (amax == 0.0f) {

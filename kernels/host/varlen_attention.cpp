@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/host/host_ops.h"
+#include "kernels/host/poll.h"
 
 namespace kv::host {
 namespace {
@@ -70,6 +71,7 @@ void varlen_attention(const VarlenAttnArgs& a) {
       const int64_t r = q0 + j;
       const int32_t n = a.causal ? std::min(j + 1, k_len) : k_len;
       for (int32_t h = 0; h < a.num_q_heads; ++h) {
+        poll_point(static_cast<int64_t>(n) * (a.head_dim + vd));  // --max-seconds
         const int64_t kv_off = static_cast<int64_t>(k0) * a.kv_row_stride +
                                static_cast<int64_t>(h / group) * a.head_dim;
         a.lse[r * a.num_q_heads + h] = attend(

@@ -8,6 +8,7 @@
 #include "check/tolerances.h"
 #include "engine/engine.h"
 #include "engine/workload.h"
+#include "kernels/host/poll.h"
 
 namespace kv {
 namespace {
@@ -40,6 +41,8 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
 
 RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
   const auto t_run = std::chrono::steady_clock::now();
+  // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
+  const host::PollScope host_ops_poll(hooks.interrupt);
   RunResult result = result_header(s, device.name(), op_precision(device.attention_io_dtype()));
   Engine engine(s, device);
   Checker checker(s, engine.weights(), result.tolerances);

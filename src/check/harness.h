@@ -19,8 +19,9 @@ struct HarnessHooks {
   // empty. (A worker's progress record, the progress line, --max-seconds: it may throw, and the
   // run ends there.)
   std::function<void(int32_t epoch, int64_t step, int64_t tokens)> on_step;
-  // Called often within a step (before each reference position), from worker threads too; it may
-  // throw to end the run mid-step (--max-seconds). May be empty.
+  // Called often within a step — before each reference position, from worker threads too, and
+  // every few milliseconds of a host op (kernels/host/poll.h) — it may throw to end the run
+  // mid-step (--max-seconds). May be empty.
   std::function<void()> interrupt;
 };
 

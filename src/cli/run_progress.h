@@ -6,8 +6,11 @@
 // (check/run_cost.h) during epoch 1, and from the measured epochs after it: every epoch runs the
 // same workload.
 //
-// Bounded: past the --max-seconds deadline the next step throws TimeLimitReached, saying how far
-// the scenario got; the run ends as "cannot run" (exit 3) and writes no result for it.
+// Bounded: past the --max-seconds deadline the next check throws TimeLimitReached, saying how far
+// the scenario got; the run ends as "cannot run" (exit 3) and writes no result for it. Checked
+// after each step and within one: before each reference position and every few milliseconds of a
+// host op (kernels/host/poll.h), so a run ends within milliseconds of the deadline. A backend call
+// does not poll: its worker is stopped shortly after the deadline (plugin/worker.h).
 #pragma once
 
 #include <chrono>

@@ -363,7 +363,8 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
   return r;
 }
 
-// One scenario in a worker process; throws WorkerCannotRun when the worker could not run it.
+// One scenario in a worker process; throws WorkerCannotRun when the worker could not run it, and
+// TimeLimitReached when it had to be stopped at the deadline (inside a backend call).
 ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::string& sha256,
                             const Deadline& deadline, const ConsoleStyle& style) {
   SharedProgress shared;
@@ -371,8 +372,7 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
   const auto t0 = std::chrono::steady_clock::now();
   const WorkerOutcome out =
       run_in_worker([&] { return work_in_worker(s, opts, sha256, deadline, record, style); },
-                    record,
-                    std::chrono::seconds(opts.backend.timeout_seconds));
+                    record, std::chrono::seconds(opts.backend.timeout_seconds), deadline.at);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
@@ -391,6 +391,13 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
     case WorkerOutcome::Kind::hung:
       error.kind = "hang";
       break;
+    case WorkerOutcome::Kind::stopped:  // the run is cut short, as in kvcheck's own code
+      throw TimeLimitReached(fmt::format(
+          "--max-seconds {} reached while running {}: {} at epoch {}, step {}: the worker was "
+          "stopped; no result file is written for it",
+          deadline.seconds, s.name,
+          op.empty() ? "the worker had not ended" : "backend op " + op + " had not returned",
+          record.epoch.load(), record.step.load()));
     case WorkerOutcome::Kind::finished: {
       const nlohmann::json msg = nlohmann::json::parse(out.message);
       const std::string outcome = msg.at("outcome").get<std::string>();

@@ -109,7 +109,8 @@ std::string signal_name(int signal) {
 }
 
 WorkerOutcome run_in_worker(const std::function<std::string()>& work,
-                            const ProgressRecord& record, std::chrono::seconds call_timeout) {
+                            const ProgressRecord& record, std::chrono::seconds call_timeout,
+                            std::optional<std::chrono::steady_clock::time_point> deadline) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(std::string("cannot start a worker (pipe): ") + std::strerror(errno));
@@ -133,7 +134,7 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
   ::close(fds[1]);
 
   std::string bytes;
-  bool open = true, hung = false;
+  bool open = true, hung = false, stopped = false;
   int status = 0;
   const double limit = static_cast<double>(call_timeout.count());
   for (;;) {
@@ -142,11 +143,12 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
     if (ready > 0 && open) open = read_some(fds[0], bytes);
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
-    if (record.call_seconds() > limit) {
+    hung = record.call_seconds() > limit;
+    stopped = deadline && std::chrono::steady_clock::now() >= *deadline + kStopGrace;
+    if (hung || stopped) {
       ::kill(pid, SIGKILL);
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      hung = true;
       break;
     }
   }
@@ -161,6 +163,8 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
   WorkerOutcome out;
   if (hung) {
     out.kind = WorkerOutcome::Kind::hung;
+  } else if (stopped) {
+    out.kind = WorkerOutcome::Kind::stopped;
   } else if (WIFSIGNALED(status)) {
     out.kind = WorkerOutcome::Kind::crashed;
     out.signal = WTERMSIG(status);

@@ -8,10 +8,15 @@
 // code, 0 included), or a backend call that has not returned within the timeout (the parent
 // kills the worker: a hang). The parent must not have initialised CUDA before the fork; the
 // work makes its own device.
+//
+// With a deadline (--max-seconds) the worker stops itself at it (the harness polls it between
+// steps, reference positions and rows of its own host ops); a backend call does not poll, so a
+// worker still running kStopGrace after the deadline is killed: stopped.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "plugin/progress_record.h"
@@ -33,19 +38,26 @@ class SharedProgress {
 };
 
 struct WorkerOutcome {
-  enum class Kind { finished, crashed, exited, hung };
+  enum class Kind { finished, crashed, exited, hung, stopped };
   Kind kind = Kind::finished;
   std::string message;  // finished: what the work returned
   int signal = 0;       // crashed: the signal that ended the worker
   int exit_code = 0;    // exited: its exit status
 };
 
+// Time a worker past its deadline has to stop itself and report: it notices within milliseconds,
+// then frees what the run allocated (a few tenths of a second for gigabytes).
+inline constexpr std::chrono::milliseconds kStopGrace{1000};
+
 // Runs `work` in a forked worker and waits for it. A backend call (record.in_call()) running
-// longer than `call_timeout` is a hang: the worker is killed (SIGKILL). `work` runs in the child
-// only; an exception escaping it ends the worker with exit code 70. Throws std::runtime_error
-// when the worker cannot be started (fork, pipe).
-WorkerOutcome run_in_worker(const std::function<std::string()>& work,
-                            const ProgressRecord& record, std::chrono::seconds call_timeout);
+// longer than `call_timeout` is a hang: the worker is killed (SIGKILL). So is a worker still
+// running kStopGrace past `deadline`: stopped. `work` runs in the child only; an exception
+// escaping it ends the worker with exit code 70. Throws std::runtime_error when the worker cannot
+// be started (fork, pipe).
+WorkerOutcome run_in_worker(
+    const std::function<std::string()>& work, const ProgressRecord& record,
+    std::chrono::seconds call_timeout,
+    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // "SIGSEGV", "SIGABRT", ... ("signal N" for one without a name here).
 std::string signal_name(int signal);

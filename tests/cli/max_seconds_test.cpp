@@ -1,0 +1,78 @@
+// max_seconds_test.cpp — --max-seconds ends a run within about a second of its deadline even when
+// one op of a step runs for a minute: kvcheck's host ops poll the deadline between rows
+// (kernels/host/poll.h), in kvcheck's own process and in a backend's worker, and a worker inside a
+// backend call past the deadline is stopped (plugin/worker.h). Exit 3, the deadline's message and
+// no result file, as for a deadline met between steps (run_cost_cli_test.cpp).
+#include <chrono>
+
+#include "backend_cli.h"
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+// One request whose 6,144-token prompt is prefilled in one step: that step's causal attention
+// alone is 6144^2 / 2 x 8 heads x 128 = 1.9e10 multiply-adds, about a minute on one core of the
+// CI machine, and much longer than the deadline on any.
+const char* kLongOp = R"({
+  "format": 1, "name": "long-op",
+  "model": {"layers": 1, "num_q_heads": 8, "num_kv_heads": 8, "head_dim": 64},
+  "cache": {"num_blocks": 400, "block_size": 16},
+  "engine": {"max_tokens_per_step": 6144},
+  "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
+})";
+
+// The run ends this long after its deadline at most. The overshoot itself is milliseconds (a poll
+// every few milliseconds of an op) plus the teardown, or kStopGrace for a worker in a backend's
+// call; the rest is slack for a loaded 2-core machine and the process's start.
+constexpr double kSlack = 3.0;
+
+class MaxSeconds : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    write("op.json", kLongOp);
+  }
+
+  // Runs `run op.json --max-seconds 2 ARGS` and checks what every stop has: exit 3, the
+  // deadline's message, no result file, and an end within `bound` seconds.
+  CliRun stop_within(double bound, const std::string& args) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CliRun r = kvcheck("run op.json --max-seconds 2 " + args);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "--max-seconds 2 reached while running long-op")) << r.err;
+    EXPECT_TRUE(contains(r.err, "no result file is written for it")) << r.err;
+    EXPECT_TRUE(files_under("results").empty());
+    EXPECT_LT(seconds, bound) << "the run went on " << seconds - 2 << " s past its deadline";
+    return r;
+  }
+};
+
+TEST_F(MaxSeconds, AnOpLongerThanTheDeadlineEndsWithinIt) {
+  const CliRun r = stop_within(2 + kSlack, "");
+  EXPECT_TRUE(contains(r.err, "0 of 1 epoch(s) and 0 step(s)")) << "stopped within step 0";
+}
+
+TEST_F(MaxSeconds, AnOpLongerThanTheDeadlineEndsWithinItInABackendsWorker) {
+  // The attention on the built-in host device, in the worker the backend's run needs.
+  const CliRun r = stop_within(
+      2 + kSlack, "--backend '" + kHostPlugin + "' --backend-op varlen_attention=builtin");
+  EXPECT_TRUE(contains(r.err, "0 of 1 epoch(s) and 0 step(s)")) << r.err;
+}
+
+TEST_F(MaxSeconds, ABackendOpLongerThanTheDeadlineIsStopped) {
+  const CliRun r = stop_within(2 + 1 + kSlack, "--backend '" + kHostPlugin + "'");
+  EXPECT_TRUE(contains(r.err, "backend op varlen_attention had not returned at epoch 1, step 0"))
+      << r.err;
+}
+
+TEST_F(MaxSeconds, ABackendOpThatNeverReturnsIsStoppedAtTheDeadlineNotTheTimeout) {
+  const CliRun r = stop_within(
+      2 + 1 + kSlack, "--backend '" + test_plugin("hang") + "' --backend-timeout 600");
+  EXPECT_TRUE(contains(r.err, "backend op write_kv had not returned")) << r.err;
+}
+
+}  // namespace
+}  // namespace kv::test
