@@ -38,7 +38,7 @@ class Checker {
   Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
           unsigned max_workers = 0);
   explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0)
-      : Checker(s, w, drift_tolerances(s, OpPrecision::f32), max_workers) {}
+      : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32), max_workers) {}
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);

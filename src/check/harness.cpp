@@ -19,10 +19,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-OpPrecision op_precision(DType attention_io) {
-  return attention_io == DType::f32 ? OpPrecision::f32 : OpPrecision::half_io;
-}
-
 RunResult result_header(const Scenario& s, const std::string& device, OpPrecision precision) {
   RunResult result;
   result.scenario = s.name;
@@ -43,7 +39,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   const auto t_run = std::chrono::steady_clock::now();
   // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
   const host::PollScope host_ops_poll(hooks.interrupt);
-  RunResult result = result_header(s, device.name(), op_precision(device.attention_io_dtype()));
+  RunResult result = result_header(s, device.name(), device.op_precision());
   Engine engine(s, device);
   Checker checker(s, engine.weights(), result.tolerances);
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);

@@ -28,9 +28,7 @@ struct HarnessHooks {
 // What a result says about the run before anything has run: the scenario, the device, the
 // regressions and expectation, the drift tolerance and reference mode it is judged with.
 RunResult result_header(const Scenario& scenario, const std::string& device,
-                        OpPrecision precision = OpPrecision::f32);
-// The tolerances' op precision of a device whose attention ops compute in `attention_io`.
-OpPrecision op_precision(DType attention_io);
+                        OpPrecision precision = OpPrecision::host_f32);
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
 // valid (parse_scenario succeeded) with CLI overrides already applied.

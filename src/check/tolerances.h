@@ -15,15 +15,11 @@
 #include <array>
 
 #include "check/check_sites.h"
+#include "device/device.h"
 #include "kernels/dtype.cuh"
 #include "scenario/scenario.h"
 
 namespace kv {
-
-// How a run's attention ops compute their outputs: kvcheck's float32 ops, or a backend plugin
-// whose q / out are 16-bit (bf16 or f16 io: its attention rows carry that rounding and, with
-// tensor cores, P rounded to 16 bits for P.V).
-enum class OpPrecision { f32, half_io };
 
 // Per check site (CheckSite order), the drift tolerance; 0 where there is no drift check.
 using SiteTolerances = std::array<double, kNumCheckSites>;

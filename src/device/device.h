@@ -38,6 +38,12 @@ struct OutOfMemory : DeviceError {
 
 using GraphId = int32_t;
 
+// How a device's attention ops compute their outputs, the precision classes the oracle's
+// tolerances are calibrated for: kvcheck's host ops (float32 throughout); kvcheck's CUDA ops
+// (tensor cores with 16-bit operands on 16-bit caches); a backend plugin whose q / out are 16-bit
+// (bf16 or f16 io, its own kernels).
+enum class OpPrecision { host_f32, cuda_builtin, half_io };
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -104,9 +110,8 @@ class Device {
   // What graph-padded decode rows hold: seq_len and block-table entry (unused entries of every
   // block-table row too). The built-in ops take 0 / 0; a backend may declare 1 and -1.
   virtual PadContract padding() const { return {}; }
-  // The element type the attention ops' q and out are computed in: f32 for kvcheck's own ops, a
-  // backend's io dtype when it runs them (the oracle's tolerances depend on it).
-  virtual DType attention_io_dtype() const { return DType::f32; }
+  // How the attention ops compute (the oracle's tolerances depend on it, check/tolerances.h).
+  virtual OpPrecision op_precision() const { return OpPrecision::host_f32; }
 
   // ---- graphs ----
   // Between begin_capture and end_capture ops are recorded, not run, and alloc() draws from the

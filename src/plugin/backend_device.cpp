@@ -51,11 +51,11 @@ PadContract BackendDevice::padding() const {
   return {.seq_len = c.pad_seq_len, .block_id = c.pad_block_id};
 }
 
-DType BackendDevice::attention_io_dtype() const {
+OpPrecision BackendDevice::op_precision() const {
   for (kvcheck_op op : {KVCHECK_OP_PAGED_DECODE, KVCHECK_OP_VARLEN_ATTENTION,
                         KVCHECK_OP_MERGE_STATES, KVCHECK_OP_PAGED_PREFILL})
-    if (placement_[op]) return io_dtype_;
-  return builtin_->attention_io_dtype();
+    if (placement_[op] && io_converts()) return OpPrecision::half_io;
+  return builtin_->op_precision();
 }
 
 bool BackendDevice::lse_converts() const {

@@ -106,8 +106,9 @@ class BackendDevice : public Device {
   void paged_prefill(const PagedPrefillArgs& a) override;
   // Graph-padded decode rows as the backend's padding contract says, when its paged_decode runs.
   PadContract padding() const override;
-  // The backend's io dtype when it runs any attention op (decode, varlen, merge, fused prefill).
-  DType attention_io_dtype() const override;
+  // half_io when the backend runs an attention op (decode, varlen, merge, fused prefill) with a
+  // 16-bit io dtype; else the built-in device's.
+  OpPrecision op_precision() const override;
   void embed(const EmbedArgs& a) override { builtin_->embed(a); }
   void rms_norm(const RmsNormArgs& a) override { builtin_->rms_norm(a); }
   void linear(const LinearArgs& a) override { builtin_->linear(a); }

@@ -41,6 +41,7 @@ class CudaDevice : public Device {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   std::string name() const override { return "cuda"; }
+  OpPrecision op_precision() const override { return OpPrecision::cuda_builtin; }
 
   void* alloc(size_t bytes) override;
   void release(void* p) override;
