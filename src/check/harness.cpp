@@ -23,6 +23,8 @@ RunResult result_header(const Scenario& s, const std::string& device) {
   result.scenario = s.name;
   result.scenario_path = s.source_path;
   result.device = device;
+  // The host is this machine in any process; a GPU is known only to the device that ran on it.
+  if (device == "host") result.device_info = host_device_info();
   result.seed = s.seed;
   result.regressions = s.regressions.names();
   result.expected = s.expect;
@@ -36,6 +38,7 @@ RunResult result_header(const Scenario& s, const std::string& device) {
 RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
   const auto t_run = std::chrono::steady_clock::now();
   RunResult result = result_header(s, device.name());
+  result.device_info = device.info();
   Engine engine(s, device);
   Checker checker(s, engine.weights());
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
