@@ -24,6 +24,8 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
   result.scenario = s.name;
   result.scenario_path = s.source_path;
   result.device = device;
+  // The host is this machine in any process; a GPU is known only to the device that ran on it.
+  if (device == "host") result.device_info = host_device_info();
   result.seed = s.seed;
   result.regressions = s.regressions.names();
   result.expected = s.expect;
@@ -40,6 +42,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
   const host::PollScope host_ops_poll(hooks.interrupt);
   RunResult result = result_header(s, device.name(), device.op_precision());
+  result.device_info = device.info();
   Engine engine(s, device);
   Checker checker(s, engine.weights(), result.tolerances);
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);

@@ -25,8 +25,9 @@ struct HarnessHooks {
   std::function<void()> interrupt;
 };
 
-// What a result says about the run before anything has run: the scenario, the device, the
-// regressions and expectation, the drift tolerance and reference mode it is judged with.
+// What a result says about the run before anything has run: the scenario, the device (and its
+// device_info where the device is the host), the regressions and expectation, the drift tolerances
+// and reference mode it is judged with.
 RunResult result_header(const Scenario& scenario, const std::string& device,
                         OpPrecision precision = OpPrecision::host_f32);
 

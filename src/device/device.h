@@ -1,4 +1,4 @@
-// device.h — what a backend device provides: memory, ops, and graph capture/replay.
+// device.h — what a backend device provides: memory, ops, graph capture/replay, what it runs on.
 //
 // The engine talks to a Device only through raw buffers and the op descriptors of
 // kernels/op_args.cuh. Two implementations: HostDevice (CPU, runs everywhere, CI) and, when built
@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/device_info.h"
 #include "kernels/op_args.cuh"
 
 namespace kv {
@@ -50,6 +51,9 @@ class Device {
   virtual std::string name() const = 0;  // "host" or "cuda"
   // Bytes the device can still hand out, when it knows (a GPU); nullopt when it does not (host).
   virtual std::optional<size_t> free_bytes() const { return std::nullopt; }
+  // Where the ops run (device_info.h): the machine and, on a GPU, the card and the CUDA stack.
+  // For the result document; read when called.
+  virtual DeviceInfo info() const = 0;
 
   // ---- memory ----
   virtual void* alloc(size_t bytes) = 0;

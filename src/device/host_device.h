@@ -26,6 +26,7 @@ class HostDevice : public Device {
   HostDevice& operator=(const HostDevice&) = delete;
 
   std::string name() const override { return "host"; }
+  DeviceInfo info() const override { return host_device_info(); }
 
   void* alloc(size_t bytes) override;
   void release(void* p) override;

@@ -71,6 +71,7 @@ class BackendDevice : public Device {
 
   std::string name() const override { return builtin_->name(); }
   std::optional<size_t> free_bytes() const override { return builtin_->free_bytes(); }
+  DeviceInfo info() const override { return builtin_->info(); }
   const BackendLibrary& backend() const { return *backend_; }
   const OpPlacement& placement() const { return placement_; }
   // Calls per layer kind (kCallLayerKinds) and ABI op so far (paged_prefill: unused by this

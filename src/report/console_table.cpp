@@ -98,6 +98,14 @@ std::string failure_line(const Failure& f) {
   return line;
 }
 
+std::string gpu_line(const GpuInfo& g) {
+  return fmt::format("gpu: {} (cc {}, {} SMs, {:.1f} GiB)   driver {} (CUDA {}), runtime {}",
+                     g.name, g.compute_capability, g.sm_count,
+                     static_cast<double>(g.total_memory_bytes) / (1ull << 30),
+                     g.nvidia_driver_version.value_or("unknown"), g.cuda_driver_version,
+                     g.cuda_runtime_version);
+}
+
 void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) {
   os << "scenario: " << r.scenario;
   if (!r.scenario_path.empty()) os << " (" << r.scenario_path << ")";
@@ -105,6 +113,7 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
   os << fmt::format("device: {}   seed: {}   regressions: {}   tolerance: {}\n", r.device, r.seed,
                     r.regressions.empty() ? "none" : join(r.regressions, ", "),
                     format_error_value(r.tolerance));
+  if (r.device_info && r.device_info->gpu) os << gpu_line(*r.device_info->gpu) << '\n';
   if (r.backend) {
     const BackendReport& b = *r.backend;
     std::vector<std::string> kinds;

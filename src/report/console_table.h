@@ -3,6 +3,8 @@
 //
 //   scenario: smoke (scenarios/smoke.json)
 //   device: host   seed: 7   regressions: none   tolerance: 2.00e-02
+//   gpu: NVIDIA H100 (cc 9.0, 132 SMs, 79.1 GiB)   driver 580.159.04 (CUDA 13.0), runtime 13.0
+//                                                    (only on the CUDA device)
 //   reference: sampled, 8 requests per epoch          (only with checks.reference "sampled")
 //
 //     epoch  requests   clean  non-finite  max rel err  first bad step  steps     time
@@ -35,6 +37,9 @@ void print_aligned(std::ostream& os, const std::vector<std::string>& header,
 // The one-line verdict and, if any, the first-failure line.
 std::string verdict_line(const RunResult& r, const ConsoleStyle& style);
 std::string failure_line(const Failure& f);
+// The header's GPU line: the card (compute capability, SMs, memory), the NVIDIA driver with the
+// newest CUDA it supports, and the CUDA runtime kvcheck runs.
+std::string gpu_line(const GpuInfo& g);
 
 void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style);
 

@@ -99,6 +99,26 @@ json to_json(const RunError& e) {
   return doc;
 }
 
+json to_json(const DeviceInfo& d) {
+  json gpu = nullptr;
+  if (d.gpu) {
+    const GpuInfo& g = *d.gpu;
+    gpu = json{{"ordinal", g.ordinal},
+               {"name", g.name},
+               {"compute_capability", g.compute_capability},
+               {"total_memory_bytes", g.total_memory_bytes},
+               {"sm_count", g.sm_count},
+               {"cuda_runtime_version", g.cuda_runtime_version},
+               {"cuda_driver_version", g.cuda_driver_version},
+               {"nvidia_driver_version",
+                g.nvidia_driver_version ? json(*g.nvidia_driver_version) : json(nullptr)}};
+  }
+  return json{{"kind", d.kind},
+              {"cpu_model", d.cpu_model ? json(*d.cpu_model) : json(nullptr)},
+              {"hardware_threads", d.hardware_threads},
+              {"gpu", std::move(gpu)}};
+}
+
 json to_json(const RunResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) epochs.push_back(to_json(e));
@@ -108,6 +128,7 @@ json to_json(const RunResult& r) {
       {"scenario", r.scenario},
       {"scenario_path", r.scenario_path},
       {"device", r.device},
+      {"device_info", r.device_info ? to_json(*r.device_info) : json(nullptr)},
       {"seed", r.seed},
       {"regressions", r.regressions},
       {"expected", to_string(r.expected)},

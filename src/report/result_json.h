@@ -12,13 +12,15 @@
 namespace kv {
 
 // 2: first_failure's "op" became "site" (check/check_sites.h) plus "ops", the ops behind it.
-// Added within 2: verdict "error" with its "error" block (a backend crashed, exited, failed, hung).
+// Added within 2: verdict "error" with its "error" block (a backend crashed, exited, failed, hung);
+// "device_info" (the CPU, and the GPU with its CUDA and driver versions).
 inline constexpr const char* kResultSchema = "kvcheck.result/2";
 
 nlohmann::json to_json(const Failure& f);
 nlohmann::json to_json(const EpochStats& e);
 nlohmann::json to_json(const BackendReport& b);
 nlohmann::json to_json(const RunError& e);
+nlohmann::json to_json(const DeviceInfo& d);
 nlohmann::json to_json(const RunResult& r);
 
 // The document as written to disk and to stdout: two-space indent, trailing newline.

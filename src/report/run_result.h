@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check/check_sites.h"
+#include "device/device_info.h"
 #include "engine/epoch_counters.h"
 #include "scenario/scenario.h"
 
@@ -110,6 +111,9 @@ struct RunResult {
   std::string scenario;       // name
   std::string scenario_path;
   std::string device;
+  // Where it ran. Always there for a run that reported; a run whose worker died (verdict error)
+  // has it only on the host, which the parent process can read itself.
+  std::optional<DeviceInfo> device_info;
   uint64_t seed = 0;
   std::vector<std::string> regressions;
   Expectation expected = Expectation::clean;

@@ -34,6 +34,8 @@ class BackendIsolation : public CliTest {
     EXPECT_EQ(doc["meets_expectation"], false);
     EXPECT_TRUE(doc["first_failure"].is_null());
     EXPECT_EQ(doc["device"], "host");
+    EXPECT_EQ(doc["device_info"]["kind"], "host");  // the parent reads the host itself
+    EXPECT_GT(doc["device_info"]["hardware_threads"].get<int>(), 0);
     const json e = doc["error"];
     EXPECT_EQ(e["op"], "write_kv");
     EXPECT_GE(e["epoch"].get<int>(), 0);

@@ -64,7 +64,9 @@ TEST_F(BackendCommand, TheBuiltinHostOpsAsAPluginRunAndTheResultSaysWhereEachOpR
   CliRun r = kvcheck("run tiny.json --out out --backend " + kHostPlugin);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "backend: builtin-host")) << r.out;
-  const json b = json::parse(read_file(dir_ / "out/tiny.json"))["backend"];
+  const json doc = json::parse(read_file(dir_ / "out/tiny.json"));
+  EXPECT_EQ(doc["device_info"]["kind"], "host") << "the backend's device says its built-in one's";
+  const json b = doc["backend"];
   EXPECT_EQ(b["name"], "builtin-host");
   EXPECT_EQ(b["abi_version"], 1);
   EXPECT_EQ(b["sha256"].get<std::string>().size(), 64u);

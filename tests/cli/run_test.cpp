@@ -36,6 +36,9 @@ TEST_F(RunCommand, CleanScenarioExits0AndWritesTheResultAtomically) {
   EXPECT_EQ(doc["schema"], "kvcheck.result/2");
   EXPECT_EQ(doc["scenario"], "tiny");
   EXPECT_EQ(doc["device"], "host");
+  EXPECT_EQ(doc["device_info"]["kind"], "host");
+  EXPECT_GT(doc["device_info"]["hardware_threads"].get<int>(), 0);
+  EXPECT_TRUE(doc["device_info"]["gpu"].is_null());
   EXPECT_EQ(doc["verdict"], "clean");
   EXPECT_EQ(doc["epochs"].size(), 2u);
 }

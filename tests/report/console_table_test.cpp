@@ -50,6 +50,20 @@ TEST(ConsoleTable, HeaderNamesScenarioDeviceSeedRegressions) {
   EXPECT_NE(render(none).find("regressions: none"), std::string::npos);
 }
 
+TEST(ConsoleTable, OnTheCudaDeviceTheHeaderNamesTheGpuAndDriver) {
+  EXPECT_EQ(render(test::sample_result()).find("gpu:"), std::string::npos) << "host: no GPU line";
+  RunResult r = test::sample_result();
+  r.device = "cuda";
+  r.device_info->kind = "cuda";
+  r.device_info->gpu = test::sample_gpu();
+  const auto lines = lines_of(render(r));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "gpu: NVIDIA H100 80GB HBM3 (cc 9.0, 132 SMs, 79.2 GiB)   driver 580.159.04 "
+                      "(CUDA 13.1), runtime 13.0");
+  r.device_info->gpu->nvidia_driver_version.reset();
+  EXPECT_NE(render(r).find("driver unknown (CUDA 13.1)"), std::string::npos);
+}
+
 TEST(ConsoleTable, AlignsColumnsWithLongNumbers) {
   RunResult r = test::sample_result();  // epoch 2 has 12-digit non-finite count and a nan
   r.epochs[1].steps = 1234567;

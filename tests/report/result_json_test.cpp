@@ -110,7 +110,8 @@ TEST(ResultJson, NonFiniteNumbersAreStringsAndTheDocumentReparses) {
   r.tolerance = std::numeric_limits<double>::infinity();
   r.seconds = -std::numeric_limits<double>::infinity();
   r.epochs[0].check_seconds = std::numeric_limits<double>::quiet_NaN();
-  r.epochs[0].first_bad_step = 0;  // the only legitimate null left would be this one
+  r.epochs[0].first_bad_step = 0;  // the only legitimate nulls left would be these two
+  r.device_info->gpu = test::sample_gpu();
   const std::string text = dump_result(to_json(r));
   EXPECT_EQ(text.find("null"), std::string::npos) << "no non-finite number may become null";
   EXPECT_EQ(text.back(), '\n');
@@ -169,6 +170,46 @@ TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) 
   EXPECT_TRUE(to_json(r)["error"]["op"].is_null());
   EXPECT_EQ(to_json(r)["error"]["exit_code"], 0);
   EXPECT_FALSE(to_json(r)["error"].contains("signal"));
+}
+
+TEST(ResultJson, DeviceInfoOnTheHostHasTheCpuAndNoGpu) {
+  const json d = to_json(test::sample_result())["device_info"];
+  EXPECT_EQ(d, json({{"kind", "host"},
+                     {"cpu_model", "Sample CPU 9000"},
+                     {"hardware_threads", 48},
+                     {"gpu", nullptr}}));
+  RunResult unreadable = test::sample_result();
+  unreadable.device_info->cpu_model.reset();
+  EXPECT_TRUE(to_json(unreadable)["device_info"]["cpu_model"].is_null());
+}
+
+TEST(ResultJson, DeviceInfoOnTheCudaDeviceHasTheGpuAndItsVersions) {
+  RunResult r = test::sample_result();
+  r.device = "cuda";
+  r.device_info->kind = "cuda";
+  r.device_info->gpu = test::sample_gpu();
+  const json d = to_json(r)["device_info"];
+  EXPECT_EQ(d["kind"], "cuda");
+  EXPECT_EQ(d["hardware_threads"], 48);
+  EXPECT_EQ(d["gpu"], json({{"ordinal", 1},
+                            {"name", "NVIDIA H100 80GB HBM3"},
+                            {"compute_capability", "9.0"},
+                            {"total_memory_bytes", 85'017'821'184ull},
+                            {"sm_count", 132},
+                            {"cuda_runtime_version", "13.0"},
+                            {"cuda_driver_version", "13.1"},
+                            {"nvidia_driver_version", "580.159.04"}}));
+  r.device_info->gpu->nvidia_driver_version.reset();
+  EXPECT_TRUE(to_json(r)["device_info"]["gpu"]["nvidia_driver_version"].is_null());
+}
+
+// A run whose worker died on a GPU: the parent process never saw the device.
+TEST(ResultJson, UnknownDeviceInfoIsNull) {
+  RunResult r = test::sample_result();
+  r.device_info.reset();
+  const json j = to_json(r);
+  ASSERT_TRUE(j.contains("device_info"));
+  EXPECT_TRUE(j["device_info"].is_null());
 }
 
 }  // namespace

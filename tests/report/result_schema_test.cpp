@@ -1,15 +1,20 @@
-// result_schema_test.cpp — the committed result schema is the generated one, and it lists the
-// tables a result names (sites, ops, check kinds) exactly.
+// result_schema_test.cpp — the committed result schema is the generated one, it lists the tables a
+// result names (sites, ops, check kinds) exactly, and device_info's fields as written.
 #include "report/result_schema.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "check/check_sites.h"
 #include "device/device_ops.h"
+#include "report/result_json.h"
+#include "sample_result.h"
 
 namespace kv {
 namespace {
@@ -38,6 +43,29 @@ TEST(ResultSchema, ListsEverySiteOpAndCheckKind) {
     EXPECT_EQ(failure["ops"]["items"]["enum"][i], std::string(all_device_ops()[i].name));
   ASSERT_EQ(failure["check"]["enum"].size(), kNumCheckKinds);
   EXPECT_EQ(doc["properties"]["schema"]["const"], "kvcheck.result/2");
+}
+
+std::vector<std::string> keys_of(const nlohmann::json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : object.items()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// device_info and its gpu block: required, and exactly the fields to_json writes.
+TEST(ResultSchema, DeviceInfoHasTheFieldsTheDocumentWrites) {
+  const auto doc = nlohmann::json::parse(result_schema_text());
+  const auto& required = doc["required"];
+  EXPECT_NE(std::find(required.begin(), required.end(), "device_info"), required.end());
+  const auto& info = doc["properties"]["device_info"]["oneOf"][1];
+  const auto& gpu = info["properties"]["gpu"]["oneOf"][1];
+  RunResult r = test::sample_result();
+  r.device_info->gpu = test::sample_gpu();
+  const auto written = to_json(r)["device_info"];
+  EXPECT_EQ(keys_of(info["properties"]), keys_of(written));
+  EXPECT_EQ(keys_of(gpu["properties"]), keys_of(written["gpu"]));
+  EXPECT_EQ(info["required"].size(), written.size());
+  EXPECT_EQ(gpu["required"].size(), written["gpu"].size());
 }
 
 }  // namespace

@@ -5,11 +5,25 @@
 
 namespace kv::test {
 
+// A GPU as the CUDA device describes one.
+inline GpuInfo sample_gpu() {
+  return GpuInfo{.ordinal = 1,
+                 .name = "NVIDIA H100 80GB HBM3",
+                 .compute_capability = "9.0",
+                 .total_memory_bytes = 85'017'821'184ull,
+                 .sm_count = 132,
+                 .cuda_runtime_version = "13.0",
+                 .cuda_driver_version = "13.1",
+                 .nvidia_driver_version = "580.159.04"};
+}
+
 inline RunResult sample_result() {
   RunResult r;
   r.scenario = "sample";
   r.scenario_path = "scenarios/sample.json";
   r.device = "host";
+  r.device_info = DeviceInfo{
+      .kind = "host", .cpu_model = "Sample CPU 9000", .hardware_threads = 48, .gpu = {}};
   r.seed = 1234567890123ull;
   r.regressions = {"new-blocks-not-zeroed", "padded-rows-in-reduction"};
   r.expected = Expectation::corrupt;

@@ -252,4 +252,25 @@ std::string CudaDevice::description() const {
   return buf;
 }
 
+DeviceInfo CudaDevice::info() const {
+  cudaDeviceProp p{};
+  KV_CUDA_CHECK("info", cudaGetDeviceProperties(&p, ordinal_));
+  int runtime = 0, driver = 0;
+  KV_CUDA_CHECK("info", cudaRuntimeGetVersion(&runtime));
+  KV_CUDA_CHECK("info", cudaDriverGetVersion(&driver));
+  DeviceInfo d = host_device_info();
+  d.kind = name();
+  d.gpu = GpuInfo{
+      .ordinal = ordinal_,
+      .name = p.name,
+      .compute_capability = std::to_string(p.major) + "." + std::to_string(p.minor),
+      .total_memory_bytes = static_cast<uint64_t>(p.totalGlobalMem),
+      .sm_count = p.multiProcessorCount,
+      .cuda_runtime_version = cuda_version_text(runtime),
+      .cuda_driver_version = cuda_version_text(driver),
+      .nvidia_driver_version = nvidia_driver_version(),
+  };
+  return d;
+}
+
 }  // namespace kv

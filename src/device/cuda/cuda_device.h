@@ -78,6 +78,9 @@ class CudaDevice : public Device {
   size_t total_bytes() const;
   // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)", for logs and result files.
   std::string description() const;
+  // The host's fields plus this GPU's properties and the CUDA runtime, driver API and NVIDIA
+  // driver versions.
+  DeviceInfo info() const override;
 
   bool capturing() const { return capturing_; }
   size_t live_buffers() const { return memory_->live_buffers(); }
