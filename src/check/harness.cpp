@@ -30,7 +30,7 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
   result.regressions = s.regressions.names();
   result.expected = s.expect;
   result.tolerances = drift_tolerances(s, precision);
-  result.tolerance = largest_tolerance(result.tolerances);
+  result.tolerance = largest_tolerance(result.tolerances, s.model.layers);
   result.reference_mode = s.checks.reference;
   if (s.checks.reference == ReferenceMode::sampled)
     result.reference_sampled_requests = s.checks.sampled_requests;

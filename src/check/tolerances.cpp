@@ -90,8 +90,13 @@ SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision) {
   return t;
 }
 
-double largest_tolerance(const SiteTolerances& t) {
-  return *std::max_element(t.begin(), t.end());
+double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers) {
+  double m = 0.0;
+  for (LayerKind kind : layers)
+    for (bool decode : {false, true})
+      for (bool context : {false, true})
+        m = std::max(m, t[static_cast<size_t>(mixer_site(kind, decode, context))]);
+  return m;
 }
 
 }  // namespace kv

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "check/check_sites.h"
 #include "device/device.h"
@@ -31,8 +32,9 @@ SiteTolerances default_tolerances(DType cache_dtype, OpPrecision precision);
 // calibrated defaults.
 SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision);
 
-// The largest of them (the result's "tolerance").
-double largest_tolerance(const SiteTolerances& t);
+// The largest of them over the sites a model of these layer kinds has (the result's and the
+// console's single "tolerance").
+double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers);
 
 // The drift denominator never falls below this share of the token's RMS head norm in that layer
 // (checker.cpp rel_l2): linear-attention heads can nearly cancel (q·S), and their tiny rows carry

@@ -239,8 +239,9 @@ std::string result_schema_text() {
                                                    verdict_name(Verdict::corrupt),
                                                    verdict_name(Verdict::error)})},
       {"meets_expectation", Json{{"type", "boolean"}}},
-      {"tolerance", described("The largest drift tolerance used (checks.tolerance when the "
-                              "scenario gives one: it applies to every site).",
+      {"tolerance", described("The largest drift tolerance of the sites the model has "
+                              "(checks.tolerance when the scenario gives one: it applies to "
+                              "every site).",
                               number())},
       {"tolerances", described("The drift tolerance of each drift check site: the calibrated "
                                "defaults for the cache dtype and the attention ops' precision "

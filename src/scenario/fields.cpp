@@ -115,7 +115,7 @@ Field<CheckSpec> tolerance_field() {
           },
           .value_of = [](const CheckSpec& c) { return c.tolerance ? Json(*c.tolerance) : Json(); },
           .forms = {form},
-          .doc = "Relative L2 tolerance per token and head."};
+          .doc = "Relative L2 tolerance per token and head, for every check site."};
 }
 
 // The name is the result file's (<name>.json, and <name>.clean.json under --clean-twins): with
@@ -299,7 +299,7 @@ const Fields<CheckSpec>& check_fields() {
       boolean("tokens", &CheckSpec::tokens,
               "Check each generated token against the reference's margin, and that every epoch "
               "generates the same tokens."),
-      no_default(tolerance_field(), "by cache dtype"),
+      no_default(tolerance_field(), "calibrated per site"),
       choice("reference", &CheckSpec::reference, kReferenceModeNames,
              "`full`: every request is checked against the float64 reference. `sampled`: per "
              "epoch only a seeded sample of `sampled_requests` requests is, as in full mode; the "

@@ -113,7 +113,7 @@ struct CheckSpec {
   bool nonfinite = true;
   bool drift = true;
   bool tokens = true;  // reference-margin check of each generated token + epoch agreement
-  std::optional<double> tolerance;  // relative L2 per token x head; default by cache dtype
+  std::optional<double> tolerance;  // relative L2 per token x head, every site; default calibrated
   ReferenceMode reference = ReferenceMode::full;
   int32_t sampled_requests = 8;  // requests per epoch checked in sampled mode (>= 1); a file
                                  // may only set it with reference "sampled"

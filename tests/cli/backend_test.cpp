@@ -139,8 +139,11 @@ TEST_F(BackendCommand, AScenarioNamesItsBackendAndTheCommandLineWins) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const json b = json::parse(read_file(dir_ / "one/tiny.json"))["backend"];
   EXPECT_EQ(b["name"], "builtin-host");
-  for (const auto& op : b["ops"])
-    if (op["op"] == "merge_states") EXPECT_EQ(op["placement"], "builtin") << op;
+  for (const auto& op : b["ops"]) {
+    if (op["op"] == "merge_states") {
+      EXPECT_EQ(op["placement"], "builtin") << op;
+    }
+  }
   // The second scenario of the mixed run had no backend: its result has no backend block.
   EXPECT_FALSE(named.contains("backend") && !named["backend"].is_null()) << named["backend"];
 
