@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backends/flashinfer/fi_common.h"
+#include "backends/flashinfer/fi_params.cuh"
 
 namespace kvfi {
 namespace {
@@ -189,10 +190,7 @@ void run_kv(const kvcheck_paged_decode_args& a, const Planned<flashinfer::Decode
   params.num_qo_heads = nq;
   params.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
   params.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
-  params.window_left = -1;
-  params.logits_soft_cap = 0.f;
-  params.sm_scale = a.scale * k_scale_of(c);
-  params.rope_rcp_scale = params.rope_rcp_theta = 1.f;
+  set_plain_attention(params, a.scale * k_scale_of(c));
   const flashinfer::DecodePlanInfo& pi = p.info;
   using flashinfer::GetPtrFromBaseOffset;
   params.request_indices = GetPtrFromBaseOffset<int32_t>(plan, pi.request_indices_offset);

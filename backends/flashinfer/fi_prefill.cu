@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backends/flashinfer/fi_common.h"
+#include "backends/flashinfer/fi_params.cuh"
 
 namespace kvfi {
 namespace {
@@ -51,13 +52,9 @@ cudaError_t launch(const Params<KV>& p, cudaStream_t s) {
 
 template <uint32_t HD, class KV>
 cudaError_t launch_tile(int64_t cta_tile_q, const Params<KV>& p, cudaStream_t s) {
-  switch (cta_tile_q) {
-    case 16: return launch<16, HD, KV>(p, s);
-    case 64: return launch<64, HD, KV>(p, s);
-    case 128: return launch<128, HD, KV>(p, s);
-  }
-  throw OpError("PrefillPlan chose CTA_TILE_Q " + std::to_string(cta_tile_q) +
-                ", which this plugin does not compile");
+  return with_cta_tile(cta_tile_q, [&](auto cta) {
+    return launch<decltype(cta)::value, HD, KV>(p, s);
+  });
 }
 
 template <class KV>
@@ -80,18 +77,8 @@ void launch_kv(const kvcheck_paged_prefill_args& a, const flashinfer::PrefillPla
   p.num_qo_heads = nq;
   p.q_stride_n = static_cast<int32_t>(stride(a.q, 0));
   p.q_stride_h = static_cast<int32_t>(stride(a.q, 1));
-  p.window_left = -1;
-  p.logits_soft_cap = 0.f;
-  p.sm_scale = a.scale * k_scale_of(c);
-  p.rope_rcp_scale = p.rope_rcp_theta = 1.f;
-  using flashinfer::GetPtrFromBaseOffset;
-  p.request_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.request_indices_offset);
-  p.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.qo_tile_indices_offset);
-  p.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_tile_indices_offset);
-  p.o_indptr = GetPtrFromBaseOffset<int32_t>(ws, pi.o_indptr_offset);
-  p.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_chunk_size_ptr_offset);
-  p.padded_batch_size = static_cast<uint32_t>(pi.padded_batch_size);
-  p.max_total_num_rows = static_cast<uint32_t>(pi.total_num_rows);
+  set_plain_attention(p, a.scale * k_scale_of(c));
+  set_prefill_schedule(p, ws, pi);
   const cudaError_t e = hd == 64 ? launch_tile<64, KV>(pi.cta_tile_q, p, stream)
                                  : launch_tile<128, KV>(pi.cta_tile_q, p, stream);
   check_cuda(e, "BatchPrefillWithPagedKVCacheDispatched");

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backends/flashinfer/fi_common.h"
+#include "backends/flashinfer/fi_params.cuh"
 
 namespace kvfi {
 namespace {
@@ -77,13 +78,9 @@ cudaError_t launch(const Params& p, cudaStream_t s) {
 
 template <uint32_t HD, flashinfer::MaskMode MASK>
 cudaError_t launch_tile(int64_t cta_tile_q, const Params& p, cudaStream_t s) {
-  switch (cta_tile_q) {
-    case 16: return launch<16, HD, MASK>(p, s);
-    case 64: return launch<64, HD, MASK>(p, s);
-    case 128: return launch<128, HD, MASK>(p, s);
-  }
-  throw OpError("PrefillPlan chose CTA_TILE_Q " + std::to_string(cta_tile_q) +
-                ", which this plugin does not compile");
+  return with_cta_tile(cta_tile_q, [&](auto cta) {
+    return launch<decltype(cta)::value, HD, MASK>(p, s);
+  });
 }
 
 template <uint32_t HD>
@@ -175,18 +172,8 @@ void varlen_run(const kvcheck_varlen_attention_args& a, cudaStream_t stream) {
   p.q_stride_h = hd;
   p.k_stride_n = p.v_stride_n = static_cast<uint32_t>(nkv * hd);
   p.k_stride_h = p.v_stride_h = hd;
-  p.window_left = -1;
-  p.logits_soft_cap = 0.f;
-  p.sm_scale = a.scale;
-  p.rope_rcp_scale = p.rope_rcp_theta = 1.f;
-  using flashinfer::GetPtrFromBaseOffset;
-  p.request_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.request_indices_offset);
-  p.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.qo_tile_indices_offset);
-  p.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_tile_indices_offset);
-  p.o_indptr = GetPtrFromBaseOffset<int32_t>(ws, pi.o_indptr_offset);
-  p.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(ws, pi.kv_chunk_size_ptr_offset);
-  p.padded_batch_size = static_cast<uint32_t>(pi.padded_batch_size);
-  p.max_total_num_rows = static_cast<uint32_t>(pi.total_num_rows);
+  set_plain_attention(p, a.scale);
+  set_prefill_schedule(p, ws, pi);
   const bool causal = a.causal != 0;
   const cudaError_t e = hd == 64 ? launch_mask<64>(causal, pi.cta_tile_q, p, stream)
                                  : launch_mask<128>(causal, pi.cta_tile_q, p, stream);

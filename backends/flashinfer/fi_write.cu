@@ -4,10 +4,10 @@
 //
 // FlashInfer appends rows of the cache dtype at (request, position) pairs of a paged layout;
 // kvcheck hands float32 rows and one slot per row. A staging kernel on the stream turns each row
-// into a request of its own: a one-page list [the slot's block] (indptr[i] = i), position = the slot's
-// entry, and the row in the cache dtype: bf16 rounded to nearest even (how kvcheck's cache stores
-// it), or fp8 e4m3 of value / scale as FlashInfer quantises (round to nearest even, saturating to
-// +-448, NaN kept; an Inf saturates where kvcheck's own write_kv makes it NaN). A
+// into a request of its own: a one-page list [the slot's block] (indptr[i] = i), position = the
+// slot's entry, and the row in the cache dtype: bf16 rounded to nearest even (how kvcheck's
+// cache stores it), or fp8 e4m3 of value / scale as FlashInfer quantises (round to nearest even,
+// saturating to +-448, NaN kept; an Inf saturates where kvcheck's own write_kv makes it NaN). A
 // padded row (slot < 0) must write nothing, but the append kernel writes every row it is given and,
 // under a CUDA graph, the row count is fixed at capture: such a row is staged as a rewrite of the
 // null block's entry 0 with that entry's own bytes, read just before (a no-op on the cache's
