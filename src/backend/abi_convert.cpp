@@ -122,35 +122,37 @@ kvcheck_size_query size_query(const DecodePlanArgs& s) {
   return q;
 }
 
-kvcheck_size_query size_query(const PagedPrefillArgs& a) {
+namespace {
+
+// A query for one call of `op` over cache `c`: its shape, dtype and layout; one split.
+kvcheck_size_query cache_query(kvcheck_op op, const PagedKv& c) {
   kvcheck_size_query q{};
   q.struct_size = sizeof(q);
-  q.op = KVCHECK_OP_PAGED_PREFILL;
-  q.max_rows = a.num_rows;
-  q.max_seqs = a.num_seqs;
-  q.num_q_heads = a.num_q_heads;
-  q.num_kv_heads = a.cache.num_kv_heads;
-  q.head_dim = a.cache.head_dim;
-  q.v_dim = a.v_dim > 0 ? a.v_dim : a.cache.head_dim;
-  q.block_size = a.cache.block_size;
-  q.max_blocks_per_seq = a.block_table_stride;
-  q.cache_dtype = to_abi(a.cache.dtype);
-  q.layout = layout_of(a.cache);
+  q.op = op;
+  q.num_kv_heads = c.num_kv_heads;
+  q.head_dim = q.v_dim = c.head_dim;
+  q.block_size = c.block_size;
+  q.cache_dtype = to_abi(c.dtype);
+  q.layout = layout_of(c);
   q.max_splits = 1;
   return q;
 }
 
+}  // namespace
+
+kvcheck_size_query size_query(const PagedPrefillArgs& a) {
+  kvcheck_size_query q = cache_query(KVCHECK_OP_PAGED_PREFILL, a.cache);
+  q.max_rows = a.num_rows;
+  q.max_seqs = a.num_seqs;
+  q.num_q_heads = a.num_q_heads;
+  if (a.v_dim > 0) q.v_dim = a.v_dim;
+  q.max_blocks_per_seq = a.block_table_stride;
+  return q;
+}
+
 kvcheck_size_query size_query(const WriteKvArgs& a) {
-  kvcheck_size_query q{};
-  q.struct_size = sizeof(q);
-  q.op = KVCHECK_OP_WRITE_KV;
+  kvcheck_size_query q = cache_query(KVCHECK_OP_WRITE_KV, a.cache);
   q.max_rows = q.max_seqs = a.num_tokens;
-  q.num_kv_heads = a.cache.num_kv_heads;
-  q.head_dim = q.v_dim = a.cache.head_dim;
-  q.block_size = a.cache.block_size;
-  q.cache_dtype = to_abi(a.cache.dtype);
-  q.layout = layout_of(a.cache);
-  q.max_splits = 1;
   return q;
 }
 

@@ -42,7 +42,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
   const host::PollScope host_ops_poll(hooks.interrupt);
   RunResult result = result_header(s, device.name(), device.op_precision());
-  result.device_info = device.info();
+  if (!result.device_info) result.device_info = device.info();  // the header has the host's
   Engine engine(s, device);
   Checker checker(s, engine.weights(), result.tolerances);
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
