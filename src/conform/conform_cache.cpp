@@ -189,7 +189,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
         d.block_table = table.data();
         d.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
         d.out = reinterpret_cast<float*>(got_io.data());
-        std::vector<uint8_t> pplan(plan.size() * 4), pwork;
+        std::vector<uint8_t> pplan(plan.size() * 4);
         memcpy(pplan.data(), plan.data(), pplan.size());
         std::string why;
         Staging s(t.device, t.dl);
@@ -221,7 +221,7 @@ void check_paged_decode(const Target& t, OpReport* r) {
         } else {
           s.input(pplan);
         }
-        if (t.b.workspace_bytes) pwork.assign(t.b.workspace_bytes(t.b.self, &query), 0);
+        std::vector<uint8_t> pwork = t.workspace(query);
         s.output(pwork);
         backend::DecodeBuffers bufs{pplan.data(), pplan.size(),
                                     pwork.empty() ? nullptr : pwork.data(), pwork.size(),

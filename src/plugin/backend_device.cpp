@@ -268,7 +268,6 @@ void BackendDevice::paged_decode(const PagedDecodeArgs& in) {
 void BackendDevice::paged_prefill(const PagedPrefillArgs& in) {
   const DLDevice dev = dl_device_;
   constexpr kvcheck_op op = KVCHECK_OP_PAGED_PREFILL;
-  const kvcheck_backend& t = backend_->table();
   const bool io = io_converts();
   const int32_t rows = in.num_rows, vd = in.v_dim > 0 ? in.v_dim : in.cache.head_dim;
   PagedPrefillArgs a = in;
