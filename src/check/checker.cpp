@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "check/parallel_for.h"
+#include "check/host_reference.h"
 #include "check/reference_sample.h"
 #include "check/tolerances.h"
 
@@ -41,13 +41,17 @@ double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-                 unsigned max_workers)
-    : s_(s), w_(w), tol_(tolerances),
-      workers_(max_workers ? max_workers : default_worker_count()) {}
+                 std::unique_ptr<StepReference> reference)
+    : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)) {}
+
+Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
+    : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32),
+              std::make_unique<HostReference>(w, s.cache, s.model.num_q_heads, s.model.head_dim,
+                                              max_workers)) {}
 
 void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
   epoch_ = epoch;
-  refs_.clear();
+  ref_->begin_epoch();
   request_bad_.assign(num_requests, 0);
   diverged_.assign(num_requests, 0);
   if (s_.checks.reference == ReferenceMode::full) {
@@ -112,13 +116,13 @@ void Checker::check_quantised(const Where& w, const float* got) {
     record_nonfinite(w, "fp8 quantised attention output is not finite");
 }
 
-void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSequence* ref) {
+void Checker::check_token(const Where& w, int32_t token, const Request& r, int64_t job) {
   if (token < 0) {  // argmax saw a NaN logit
     record_nonfinite(w, "logits are not finite");
     return;
   }
-  if (!s_.checks.tokens || !ref) return;
-  const std::vector<double> logits = ref->logits(w.position);
+  if (!s_.checks.tokens || job < 0) return;
+  const std::vector<double> logits = ref_->logits(static_cast<size_t>(job));
   double best = -INFINITY, ms = 0.0;
   for (double x : logits) {
     best = std::max(best, x);
@@ -146,68 +150,34 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, RefSe
          fmt::format("token {} differs from epoch 1's {} and is not a near-tie", token, t1));
 }
 
-std::vector<RefSequence*> Checker::extend_references(const StepPlan& plan,
-                                                     const StepOutputs& out,
-                                                     const Scheduler& sched) {
-  // Serially first: the map's entries are created here, so the workers below only extend
-  // existing sequences (std::map never moves a node) and never touch the map.
-  std::vector<RefSequence*> refs(plan.chunks.size(), nullptr);
-  std::vector<size_t> behind;  // chunks whose reference does not reach the step's last position
-  std::vector<int32_t> ids;
+std::vector<int64_t> Checker::extend_references(const StepPlan& plan, const StepOutputs& out,
+                                                const Scheduler& sched) {
+  std::vector<int64_t> jobs_of(plan.chunks.size(), -1);
+  std::vector<RefJob> jobs;
   for (size_t j = 0; j < plan.chunks.size(); ++j) {
     const ScheduledChunk& c = plan.chunks[j];
     if (!checked(c.request_id)) continue;
-    RefSequence& ref = refs_.try_emplace(c.request_id, w_, s_.cache).first->second;
-    refs[j] = &ref;
-    if (ref.length() < c.start + c.num_tokens) {
-      behind.push_back(j);
-      ids.push_back(c.request_id);
-    }
-  }
-  // The scheduler gives a request at most one chunk per step, so no two jobs share a sequence;
-  // should that ever change, the jobs run in chunk order on this thread, as they always did.
-  std::sort(ids.begin(), ids.end());
-  const bool distinct = std::adjacent_find(ids.begin(), ids.end()) == ids.end();
-  // Longest first, so that no worker starts a long prefill while the others run out of work: a
-  // position costs about its length (attention over every earlier one).
-  auto cost = [&](size_t j) {
-    const int64_t from = refs[j]->length(), to = plan.chunks[j].start + plan.chunks[j].num_tokens;
-    return (to - from) * (from + to);
-  };
-  if (distinct)
-    std::stable_sort(behind.begin(), behind.end(),
-                     [&](size_t a, size_t b) { return cost(a) > cost(b); });
-
-  const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
-  parallel_for(behind.size(), distinct ? workers_ : 1u, [&](size_t k) {
-    const size_t j = behind[k];
-    const ScheduledChunk& c = plan.chunks[j];
     const Request& r = *sched.find(c.request_id);
-    std::vector<int32_t> tokens(r.prompt);
-    tokens.insert(tokens.end(), r.output.begin(), r.output.end());
-    const size_t first_row = static_cast<size_t>(plan.chunk_first_row[j]);
-    // The engine's fp8 outputs of this chunk's rows settle the reference's rounding ties; they
-    // are only read.
-    const QuantHint hint = [&, first_row](int32_t pos, int32_t layer) -> const float* {
-      const auto& q = out.quant_out[static_cast<size_t>(layer)];
-      if (pos < c.start || q.empty()) return nullptr;
-      return q.data() + (first_row + static_cast<size_t>(pos - c.start)) * q_dim;
-    };
-    // Position by position (the same positions in the same order), so that a long prefill's
-    // O(length^2) reference can be interrupted between two of them.
-    for (int32_t n = refs[j]->length() + 1; n <= c.start + c.num_tokens; ++n) {
-      if (interrupt_) interrupt_();
-      refs[j]->extend(tokens, n, hint);
-    }
-  });
-  return refs;
+    RefJob job{.request = c.request_id,
+               .tokens = r.prompt,
+               .start = c.start,
+               .end = c.start + c.num_tokens,
+               .capacity = static_cast<int32_t>(r.prompt.size()) + r.max_new_tokens,
+               .first_row = plan.chunk_first_row[j],
+               .logits = c.samples};
+    job.tokens.insert(job.tokens.end(), r.output.begin(), r.output.end());
+    jobs_of[j] = static_cast<int64_t>(jobs.size());
+    jobs.push_back(std::move(job));
+  }
+  ref_->run(jobs, out.quant_out, interrupt_);
+  return jobs_of;
 }
 
 void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
-  const std::vector<RefSequence*> refs = extend_references(plan, out, sched);
+  const std::vector<int64_t> jobs = extend_references(plan, out, sched);
   auto for_each_row = [&](auto&& visit) {  // visit(chunk index, row, position)
     for (size_t j = 0; j < plan.chunks.size(); ++j)
       for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
@@ -222,7 +192,8 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
       const CheckSite site = mixer_site(s_.model.layers[l], c.is_decode, c.start > 0);
       check_attention({step, c.request_id, pos, layer, -1, site, padded},
                       out.attn_out[l].data() + row * q_dim,
-                      refs[j] ? refs[j]->attn_out(pos, layer) : nullptr);
+                      jobs[j] < 0 ? nullptr
+                                  : ref_->attn_out(static_cast<size_t>(jobs[j]), pos, layer));
     });
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
     for_each_row([&](size_t j, size_t row, int32_t pos) {
@@ -237,8 +208,8 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
     const Request& r = *sched.find(c.request_id);
     const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, CheckSite::sampled_token,
                   padded};
-    check_token(w, out.sampled[plan.chunk_last_row(j)], r, refs[j]);
-    if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) refs_.erase(r.id);
+    check_token(w, out.sampled[plan.chunk_last_row(j)], r, jobs[j]);
+    if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) ref_->release(r.id);
   }
 }
 
@@ -250,7 +221,7 @@ EpochStats Checker::end_epoch(const std::vector<Request>& requests) {
   stats_.clean_requests = stats_.requests - bad;
   stats_.clean_request_fraction =
       stats_.requests ? static_cast<double>(stats_.clean_requests) / stats_.requests : 1.0;
-  refs_.clear();
+  ref_->begin_epoch();
   return stats_;
 }
 

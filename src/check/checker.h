@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,7 +24,7 @@
 #include "engine/scheduler.h"
 #include "check/tolerances.h"
 #include "engine/step_plan.h"
-#include "reference/ref_sequence.h"
+#include "reference/step_reference.h"
 #include "report/run_result.h"
 #include "scenario/scenario.h"
 
@@ -31,14 +32,13 @@ namespace kv {
 
 class Checker {
  public:
-  // max_workers: threads that extend the references of one step's requests at the same time
-  // (0: one per hardware thread). The results do not depend on it.
-  // tolerances: the drift tolerance of each check site (tolerances.h); without them, the
-  // scenario's for kvcheck's own float32 ops.
+  // reference: the float64 reference the checked requests are compared with (step_reference.h).
+  // tolerances: the drift tolerance of each check site (tolerances.h).
   Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-          unsigned max_workers = 0);
-  explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0)
-      : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32), max_workers) {}
+          std::unique_ptr<StepReference> reference);
+  // The CPU reference on `max_workers` threads (0: one per hardware thread; the results do not
+  // depend on it), with the tolerances of kvcheck's own float32 ops.
+  explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0);
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
@@ -55,9 +55,10 @@ class Checker {
   double tolerance(CheckSite site) const { return tol_[static_cast<size_t>(site)]; }
   // Whether `request` is checked against the reference this epoch (all of them in full mode).
   bool checked(int32_t request) const { return checked_.at(static_cast<size_t>(request)) != 0; }
-  // Reference sequences alive now: one per checked request still running, never one for a
-  // request outside the sample.
-  size_t live_references() const { return refs_.size(); }
+  // Requests whose reference history is held now: one per checked request still running, never
+  // one for a request outside the sample.
+  size_t live_references() const { return ref_->live(); }
+  const StepReference& reference() const { return *ref_; }
 
  private:
   struct Where {
@@ -66,24 +67,23 @@ class Checker {
     CheckSite site;
     bool padded;
   };
-  // Brings the reference of every checked chunk up to the step's last position, requests in
-  // parallel; per chunk, its reference, or nullptr for a request outside the sample.
-  std::vector<RefSequence*> extend_references(const StepPlan& plan, const StepOutputs& out,
-                                              const Scheduler& sched);
+  // Brings the reference of every checked chunk up to the step's last position; per chunk, its
+  // job in the reference, or -1 for a request outside the sample.
+  std::vector<int64_t> extend_references(const StepPlan& plan, const StepOutputs& out,
+                                         const Scheduler& sched);
   void fail(const Where& w, CheckKind check, double value, double tol, std::string detail);
   void record_nonfinite(const Where& w, const char* what);
-  // `want` and `ref` are null for a request outside the sample: then only non-finite values and
-  // NaN logits are checked.
+  // `want` is null and `job` -1 for a request outside the sample: then only non-finite values
+  // and NaN logits are checked.
   void check_attention(const Where& w, const float* got, const double* want);
   void check_quantised(const Where& w, const float* got);
-  void check_token(const Where& w, int32_t token, const Request& r, RefSequence* ref);
+  void check_token(const Where& w, int32_t token, const Request& r, int64_t job);
 
   const Scenario& s_;
   const ModelWeights& w_;
   SiteTolerances tol_;
-  unsigned workers_;
+  std::unique_ptr<StepReference> ref_;
   int32_t epoch_ = 0;
-  std::map<int32_t, RefSequence> refs_;       // per checked request, this epoch
   std::vector<uint8_t> checked_;              // per request: in this epoch's reference sample
   std::vector<uint8_t> request_bad_;
   std::vector<uint8_t> diverged_;             // generated tokens left epoch 1's path at a tie

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "check/checker.h"
+#include "check/host_reference.h"
 #include "check/tolerances.h"
 #include "engine/engine.h"
 #include "engine/workload.h"
@@ -37,14 +38,24 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
   return result;
 }
 
-RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks) {
+RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks,
+                       const ReferenceSetup& reference) {
+  if (s.checks.reference == ReferenceMode::automatic)
+    throw std::logic_error("run_scenario: checks.reference \"auto\" was not resolved");
   const auto t_run = std::chrono::steady_clock::now();
   // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
   const host::PollScope host_ops_poll(hooks.interrupt);
   RunResult result = result_header(s, device.name(), device.op_precision());
   if (!result.device_info) result.device_info = device.info();  // the header has the host's
+  result.reference_device = reference.device;
+  result.reference_mode_reason = reference.mode_reason;
+  result.reference_protection = reference.protection;
   Engine engine(s, device);
-  Checker checker(s, engine.weights(), result.tolerances);
+  std::unique_ptr<StepReference> ref =
+      reference.make ? reference.make(s, engine.weights())
+                     : std::make_unique<HostReference>(engine.weights(), s.cache,
+                                                       s.model.num_q_heads, s.model.head_dim);
+  Checker checker(s, engine.weights(), result.tolerances, std::move(ref));
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
@@ -73,6 +84,8 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     result.epochs.push_back(st);
   }
   result.first_failure = checker.first_failure();
+  result.reference_device_bytes = checker.reference().peak_device_bytes();
+  result.reference_agreement = checker.reference().agreement();
   result.verdict = result.first_failure ? Verdict::corrupt : Verdict::clean;
   result.seconds = seconds_since(t_run);
   return result;

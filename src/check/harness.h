@@ -3,9 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "check/tolerances.h"
 #include "device/device.h"
+#include "engine/model_weights.h"
+#include "reference/step_reference.h"
 #include "report/run_result.h"
 #include "scenario/scenario.h"
 
@@ -25,6 +29,16 @@ struct HarnessHooks {
   std::function<void()> interrupt;
 };
 
+// Where the float64 reference runs (the CLI's --reference-device, resolved). The scenario handed
+// to run_scenario has checks.reference resolved to full or sampled already.
+struct ReferenceSetup {
+  std::string device = "host";  // "host" | "cuda"
+  std::string mode_reason;      // why checks.reference "auto" became what it is ("" otherwise)
+  std::string protection;       // how the reference's memory is kept from the code under test
+  // Makes the reference once the engine exists; empty: the CPU reference.
+  std::function<std::unique_ptr<StepReference>(const Scenario&, const ModelWeights&)> make;
+};
+
 // What a result says about the run before anything has run: the scenario, the device (and its
 // device_info where the device is the host), the regressions and expectation, the drift tolerances
 // and reference mode it is judged with.
@@ -33,6 +47,7 @@ RunResult result_header(const Scenario& scenario, const std::string& device,
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
 // valid (parse_scenario succeeded) with CLI overrides already applied.
-RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {});
+RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {},
+                       const ReferenceSetup& reference = {});
 
 }  // namespace kv

@@ -164,6 +164,8 @@ RunCost estimate_run_cost(const Scenario& sc) {
       w.num_requests * (kNodeBytes + kVectorBytes + mean(w.new_tokens) * kInt + 4.0) +
           static_cast<double>(rows * per_layer_out * kFloat),
       false, "workload.requests, engine.max_tokens_per_step");
+  // "auto" is sampled wherever the reference is on the host (the GPU reference's memory is its
+  // own, reference/cuda_layout.h).
   c.checked_requests = sc.checks.reference == ReferenceMode::full
                            ? w.num_requests
                            : std::min(w.num_requests, sc.checks.sampled_requests);

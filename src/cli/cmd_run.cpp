@@ -12,6 +12,7 @@
 #include "cli/exit_codes.h"
 #include "cli/memory_fit.h"
 #include "cli/name_option.h"
+#include "cli/reference_choice.h"
 #include "cli/run_scenarios.h"
 #include "plugin/placement.h"
 #include "scenario/field_table.h"
@@ -72,14 +73,22 @@ Command add_run_command(CLI::App& parent) {
   CLI::Option* reference_opt =
       app->add_option("--reference", *reference,
                       "Replace checks.reference: full = every request against the float64 "
-                      "reference; sampled = a seeded sample per epoch, the rest only for NaN/Inf")
+                      "reference; sampled = a seeded sample per epoch, the rest only for NaN/Inf; "
+                      "auto = full where the reference is on a GPU and fits, else sampled")
           ->transform(name_of(kReferenceModeNames, "reference mode"));
   const IntegerBounds sampled_range = integer_bounds(scenario_field("/checks/sampled_requests"));
   CLI::Option* sampled_opt =
       app->add_option("--sampled-requests", *sampled_requests,
                       "Replace checks.sampled_requests (requests per epoch checked against the "
-                      "reference); implies --reference sampled, refused with --reference full")
+                      "reference); implies --reference sampled (unless auto), refused with "
+                      "--reference full")
           ->check(CLI::Range(sampled_range.min, sampled_range.max));
+  app->add_option("--reference-device", opts->reference_device,
+                  "Where the float64 reference runs: host (CPU threads), cuda (float64 kernels "
+                  "on the GPU, each request's history kept there), auto = cuda when the run is "
+                  "on cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember(reference_device_kinds()));
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");

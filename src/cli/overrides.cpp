@@ -19,7 +19,8 @@ void apply_overrides(const Overrides& o, Scenario& s) {
   if (o.zero_init_outputs) s.engine.zero_init_outputs = true;
   if (o.reference) s.checks.reference = *o.reference;
   if (o.sampled_requests) {
-    s.checks.reference = ReferenceMode::sampled;
+    // The sample's size; "auto" keeps choosing (the size is its fallback's).
+    if (s.checks.reference != ReferenceMode::automatic) s.checks.reference = ReferenceMode::sampled;
     s.checks.sampled_requests = *o.sampled_requests;
   }
   if (o.regressions) s.regressions = *o.regressions;

@@ -29,6 +29,7 @@
 #include "cli/fault_injection.h"
 #include "cli/load_scenarios.h"
 #include "cli/memory_fit.h"
+#include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
 #include "plugin/placement.h"
@@ -225,17 +226,19 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
 // Runs one scenario on the built-in device, or on a BackendDevice over it with the ops the
 // backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
 RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
-                  const BackendOptions& b, const Deadline& deadline,
+                  const RunOptions& opts, const BackendOptions& b, const Deadline& deadline,
                   ProgressRecord* record = nullptr) {
   inject_fault_if_asked();  // tests only (fault_injection.h)
+  const ReferenceSetup reference =
+      choose_reference(s, opts.reference_device, builtin, opts.max_memory);
   const HarnessHooks hooks = progress_hooks(s, deadline, record);
-  if (!lib) return run_scenario(s, builtin, hooks);
+  if (!lib) return run_scenario(s, builtin, hooks, reference);
   PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
   for (const auto& name : b.pinned) req.pinned_builtin.push_back(*abi_op_from_name(name));
   const Placement placement = place_ops(*lib, req, s);
   BackendDevice device(builtin, lib, placement.ops,
                        BackendWatch{.record = record, .sync_each_op = b.sync_each_op});
-  RunResult result = run_scenario(s, device, hooks);
+  RunResult result = run_scenario(s, device, hooks, reference);
   result.backend = backend_report(device, placement);
   // A backend that ran nothing judged nothing: never let that read as a pass.
   if (result.backend->backend_calls() == 0)
@@ -293,7 +296,7 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
     spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
                  device->name(), lib ? " with backend " + lib->name() : std::string(),
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
-    const RunResult result = run_one(s, *device, lib, opts.backend, deadline, &record);
+    const RunResult result = run_one(s, *device, lib, opts, opts.backend, deadline, &record);
     const ScenarioReport rep = report_of(result, style);
     msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
   } catch (const BackendOpError& e) {
@@ -492,7 +495,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
     } else {
       spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
                    s.workload.epochs, s.workload.num_requests);
-      rep = report_of(run_one(s, *device, nullptr, opts.backend, deadline), style);
+      rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline), style);
     }
 
     const fs::path& file = files[i];

@@ -40,6 +40,8 @@ struct RunOptions {
   std::optional<int64_t> max_memory;
   // --max-seconds: past this many seconds of the whole run, stop (exit 3); 0: no limit.
   int32_t max_seconds = 0;
+  // --reference-device: where the float64 reference runs (cli/reference_choice.h).
+  std::string reference_device = "auto";
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

@@ -5,7 +5,8 @@
 //   device: host   seed: 7   regressions: none   tolerance: 2.00e-02
 //   gpu: NVIDIA H100 (cc 9.0, 132 SMs, 79.1 GiB)   driver 580.159.04 (CUDA 13.0), runtime 13.0
 //                                                    (only on the CUDA device)
-//   reference: sampled, 8 requests per epoch          (only with checks.reference "sampled")
+//   reference: sampled, 8 requests per epoch          (sampled mode, or a reference not on the
+//                                                      host: "full on cuda")
 //
 //     epoch  requests   clean  non-finite  max rel err  first bad step  steps     time
 //         1         8  100.0%           0     3.10e-03               -     41  12.3 ms

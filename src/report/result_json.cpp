@@ -137,6 +137,7 @@ json to_json(const RunResult& r) {
       {"tolerance", json_number(r.tolerance)},
       {"tolerances", by_site(r.tolerances, false)},
       {"reference_mode", to_string(r.reference_mode)},
+      {"reference_device", r.reference_device},
       {"epochs", std::move(epochs)},
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},
@@ -146,6 +147,15 @@ json to_json(const RunResult& r) {
   // Only where it means something: a full-mode document stays as it always was.
   if (r.reference_mode == ReferenceMode::sampled)
     doc["reference_sampled_requests"] = r.reference_sampled_requests;
+  if (!r.reference_mode_reason.empty()) doc["reference_mode_reason"] = r.reference_mode_reason;
+  if (!r.reference_protection.empty()) doc["reference_protection"] = r.reference_protection;
+  if (r.reference_device != "host") doc["reference_device_bytes"] = r.reference_device_bytes;
+  if (r.reference_agreement)
+    doc["reference_agreement"] = {
+        {"rows", r.reference_agreement->rows},
+        {"max_rel_diff", json_number(r.reference_agreement->max_rel_diff)},
+        {"logit_rows", r.reference_agreement->logit_rows},
+        {"max_logit_rel_diff", json_number(r.reference_agreement->max_logit_rel_diff)}};
   return doc;
 }
 

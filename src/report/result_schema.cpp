@@ -248,17 +248,43 @@ std::string result_schema_text() {
                                "(kvcheck's float32 ops or a backend's 16-bit io), or "
                                "checks.tolerance for all of them.",
                                site_map())},
-      {"reference_mode", enum_of(names_of(kReferenceModeNames))},
+      {"reference_mode",
+       described("checks.reference as the run used it: \"auto\" resolved to full or sampled "
+                 "(it stays \"auto\" only in an error result whose run died before that).",
+                 enum_of(names_of(kReferenceModeNames)))},
       {"reference_sampled_requests",
        described("Sampled mode only: requests checked against the reference per epoch.",
                  integer(1))},
+      {"reference_device",
+       described("Where the float64 reference that judged the run ran (--reference-device; "
+                 "\"both\" is cuda).",
+                 enum_of(std::vector<std::string>{"host", "cuda"}))},
+      {"reference_mode_reason",
+       described("Only where checks.reference was \"auto\": why it became reference_mode.",
+                 Json{{"type", "string"}})},
+      {"reference_protection",
+       described("GPU reference only: how its device memory is kept from the code under test.",
+                 Json{{"type", "string"}})},
+      {"reference_device_bytes",
+       described("GPU reference only: the most device memory it held, in bytes.", integer(0))},
+      {"reference_agreement",
+       described("--reference-device both only: the largest relative L2 difference between the "
+                 "GPU and CPU references' attention output rows (per token x head, with the "
+                 "checks' floor) and logits (per token), over the rows compared.",
+                 object({{"rows", integer(0)},
+                         {"max_rel_diff", number()},
+                         {"logit_rows", integer(0)},
+                         {"max_logit_rel_diff", number()}}))},
       {"epochs", Json{{"type", "array"}, {"items", epoch_schema()}}},
       {"first_failure", Json{{"oneOf", Json::array({Json{{"type", "null"}}, failure_schema()})}}},
       {"backend", backend_schema()},
       {"error", error_schema()},
       {"seconds", number()},
   };
-  Json body = object(std::move(props), {"reference_sampled_requests", "backend", "error"});
+  Json body = object(std::move(props),
+                     {"reference_sampled_requests", "reference_mode_reason",
+                      "reference_protection", "reference_device_bytes", "reference_agreement",
+                      "backend", "error"});
   for (auto& [k, v] : body.items()) doc[k] = v;
   doc["$defs"] = Json{
       {"number", described("A number, or a non-finite one as a string.",

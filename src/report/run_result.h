@@ -11,6 +11,7 @@
 #include "check/check_sites.h"
 #include "device/device_info.h"
 #include "engine/epoch_counters.h"
+#include "reference/step_reference.h"
 #include "scenario/scenario.h"
 
 namespace kv {
@@ -121,8 +122,13 @@ struct RunResult {
   double tolerance = 0.0;     // the largest of the model's sites (checks.tolerance if given)
   // The drift tolerance of each check site (CheckSite order); 0 for a site with no drift check.
   std::array<double, kNumCheckSites> tolerances{};
-  ReferenceMode reference_mode = ReferenceMode::full;  // scenario checks.reference
+  ReferenceMode reference_mode = ReferenceMode::full;  // checks.reference, "auto" resolved
   int32_t reference_sampled_requests = 0;  // sampled mode: requests checked per epoch (at most)
+  std::string reference_device = "host";   // where the float64 reference ran: host | cuda
+  std::string reference_mode_reason;       // why "auto" became reference_mode ("": not auto)
+  std::string reference_protection;        // cuda: how its memory is kept from the code under test
+  int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held
+  std::optional<ReferenceAgreement> reference_agreement;  // --reference-device both
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
   std::optional<BackendReport> backend;  // only with --backend

@@ -62,9 +62,10 @@ inline constexpr std::array<EnumName<Expectation>, 2> kExpectationNames{{
     {Expectation::corrupt, "corrupt"},
 }};
 
-inline constexpr std::array<EnumName<ReferenceMode>, 2> kReferenceModeNames{{
+inline constexpr std::array<EnumName<ReferenceMode>, 3> kReferenceModeNames{{
     {ReferenceMode::full, "full"},
     {ReferenceMode::sampled, "sampled"},
+    {ReferenceMode::automatic, "auto"},
 }};
 
 template <class E, std::size_t N>

@@ -304,14 +304,16 @@ const Fields<CheckSpec>& check_fields() {
              "`full`: every request is checked against the float64 reference. `sampled`: per "
              "epoch only a seeded sample of `sampled_requests` requests is, as in full mode; the "
              "others only for NaN/Inf outputs and NaN logits. For workloads too large for the "
-             "full reference, which costs O(length²) per request and layer."),
+             "full reference, which costs O(length²) per request and layer. `auto`: full where "
+             "the reference runs on a GPU (`--reference-device`) and its memory fits there, "
+             "else sampled; the result says which and why."),
       // More than the epoch's requests is allowed: then every request is checked.
       default_only(integer("sampled_requests", &CheckSpec::sampled_requests, 1,
                            kMaxRequestsPerEpoch,
                            "Requests per epoch checked against the reference in sampled mode; "
                            "more than the epoch has means all. Only with `reference` "
-                           "`\"sampled\"`."),
-                   "with `reference` `\"sampled\"`"),
+                           "`\"sampled\"` or `\"auto\"`."),
+                   "with `reference` `\"sampled\"` or `\"auto\"`"),
   };
   return f;
 }

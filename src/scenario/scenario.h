@@ -107,7 +107,9 @@ struct FaultSpec {
 // full: every request is checked against the float64 reference. sampled: per epoch only a seeded
 // sample of requests is (check/reference_sample.h); the rest get the checks that need no reference
 // (non-finite outputs, NaN logits), so the reference's cost is the sample's, not the workload's.
-enum class ReferenceMode { full, sampled };
+// automatic ("auto"): full where the reference runs on a GPU and its memory fits there, else
+// sampled (the run records which and why); the CLI resolves it before a run starts.
+enum class ReferenceMode { full, sampled, automatic };
 
 struct CheckSpec {
   bool nonfinite = true;
@@ -116,7 +118,7 @@ struct CheckSpec {
   std::optional<double> tolerance;  // relative L2 per token x head, every site; default calibrated
   ReferenceMode reference = ReferenceMode::full;
   int32_t sampled_requests = 8;  // requests per epoch checked in sampled mode (>= 1); a file
-                                 // may only set it with reference "sampled"
+                                 // may only set it with reference "sampled" or "auto"
 };
 
 enum class Expectation { clean, corrupt };

@@ -20,7 +20,7 @@ constexpr const char* kRelations =
     "\"fp8_e4m3\" and only then, each a power of two; a \"linear\" layer only with cache.pool "
     "\"hybrid\" and engine.prefix_caching false; cache.pool \"hybrid\" only with a \"linear\" "
     "layer, and with cache.layout \"interleaved\" when there is an \"attention\" layer; "
-    "checks.sampled_requests only with checks.reference \"sampled\".";
+    "checks.sampled_requests only with checks.reference \"sampled\" or \"auto\".";
 
 Json form_schema(const ValueForm& f) {
   using Kind = ValueForm::Kind;

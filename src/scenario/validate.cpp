@@ -186,7 +186,7 @@ void validate_checks(const CheckSpec& c, const Json& doc) {
   if (c.reference == ReferenceMode::full && present(doc, p))
     fail(p, fmt::format("got {}, but checks.reference is \"full\"{}: every request is checked "
                         "against the reference, so there is no sample to size; remove "
-                        "sampled_requests or set checks.reference to \"sampled\"",
+                        "sampled_requests or set checks.reference to \"sampled\" or \"auto\"",
                         describe(doc.at(Json::json_pointer(p))),
                         present(doc, "/checks/reference") ? "" : " (the default)"));
 }

@@ -285,9 +285,9 @@ const BadCase kBadCases[] = {
     // ---- checks.reference / checks.sampled_requests ----
     {"bad_mode_suggestion", R"({"format": 1, "checks": {"reference": "sample"}})",
      "/checks/reference",
-     R"(got "sample" (a string), expected one of "full", "sampled"; did you mean "sampled"?)"},
+     R"(got "sample" (a string), expected one of "full", "sampled", "auto"; did you mean "sampled"?)"},
     {"mode_wrong_type", R"({"format": 1, "checks": {"reference": true}})", "/checks/reference",
-     R"(got true (a boolean), expected one of "full", "sampled")"},
+     R"(got true (a boolean), expected one of "full", "sampled", "auto")"},
     {"zero_requests", R"({"format": 1, "checks": {"reference": "sampled", "sampled_requests": 0}})",
      "/checks/sampled_requests", "got 0, expected an integer from 1 to 100000"},
     {"negative_requests",

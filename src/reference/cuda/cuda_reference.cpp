@@ -1,0 +1,640 @@
+#include "reference/cuda/cuda_reference.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "device/cuda/cuda_check.h"
+#include "reference/cuda/ref_kernels.h"
+#include "reference/cuda_layout.h"
+#include "reference/ref_math.h"
+#include "reference/ref_sequence.h"
+
+namespace kv {
+namespace {
+
+using refgpu::Row;
+using refgpu::Segment;
+
+// Device memory the reference owns, freed with it.
+class DevMem {
+ public:
+  DevMem() = default;
+  DevMem(const DevMem&) = delete;
+  DevMem& operator=(const DevMem&) = delete;
+  ~DevMem() { release(); }
+  void release() {
+    if (p_) cudaFree(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+  // Grows to at least `bytes` (contents lost); counts what it holds in `held`.
+  void reserve(size_t bytes, const char* what, int64_t& held) {
+    if (bytes <= bytes_) return;
+    held -= static_cast<int64_t>(bytes_);
+    release();
+    const cudaError_t e = cudaMalloc(&p_, bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      p_ = nullptr;
+      throw OutOfMemory(fmt::format(
+          "the GPU reference could not allocate {} bytes for {} ({}): the full reference does "
+          "not fit next to the engine; run with --reference auto (falls back to the sampled "
+          "reference) or --reference sampled",
+          bytes, what, cudaGetErrorString(e)));
+    }
+    bytes_ = bytes;
+    held += static_cast<int64_t>(bytes);
+  }
+  template <class T>
+  T* as() const { return static_cast<T*>(p_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Pinned host memory for the asynchronous copies.
+class PinnedMem {
+ public:
+  PinnedMem() = default;
+  PinnedMem(const PinnedMem&) = delete;
+  PinnedMem& operator=(const PinnedMem&) = delete;
+  ~PinnedMem() {
+    if (p_) cudaFreeHost(p_);
+  }
+  void reserve(size_t bytes) {
+    if (bytes <= bytes_) return;
+    if (p_) cudaFreeHost(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+    KV_CUDA_CHECK("reference pinned buffer", cudaMallocHost(&p_, bytes));
+    bytes_ = bytes;
+  }
+  template <class T>
+  T* as() const { return static_cast<T*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct LayerDev {
+  LayerKind kind = LayerKind::attention;
+  const float *wq = nullptr, *wk = nullptr, *wv = nullptr, *bv = nullptr, *wg = nullptr,
+              *bg = nullptr, *wdkv = nullptr, *bdkv = nullptr, *wqn = nullptr, *wqr = nullptr,
+              *wuk = nullptr, *wuv = nullptr, *wo = nullptr;
+  float quant_scale = 0.0f;  // 0: no fp8 op (linear)
+};
+
+// A part of a slot the hash covers: rows appended per position, or a whole block (the state).
+struct Part {
+  const char* what;
+  int32_t layer;
+  int64_t off, row_bytes, whole_bytes;  // whole_bytes > 0: hashed whole, else [0, length) rows
+};
+
+struct Slot {
+  int32_t request = -1;  // -1: free
+  int32_t length = 0;    // positions computed
+  DevMem mem;
+  std::vector<unsigned long long> hashes;  // per Part, of what was last written
+};
+
+class CudaReference : public StepReference {
+ public:
+  CudaReference(const Scenario& s, const ModelWeights& w);
+  ~CudaReference() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  const char* device() const override { return "cuda"; }
+  void begin_epoch() override;
+  void run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
+           const std::function<void()>& interrupt) override;
+  const double* attn_out(size_t job, int32_t pos, int32_t layer) const override;
+  std::vector<double> logits(size_t job) const override;
+  void release(int32_t request) override;
+  size_t live() const override { return slot_of_.size(); }
+  int64_t peak_device_bytes() const override { return peak_; }
+  void corrupt_for_test(int32_t request) {
+    Slot& sl = *slots_.at(static_cast<size_t>(slot_of_.at(request)));
+    KV_CUDA_CHECK("corrupt", cudaMemset(sl.mem.as<char>() + parts_.front().off, 0x5a, 4));
+  }
+
+ private:
+  void upload_weights();
+  Slot& slot_for(int32_t request);
+  void verify();
+  void compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs);
+  void write_outputs(const std::vector<RefJob>& jobs);
+  void sync() { KV_CUDA_CHECK("reference synchronize", cudaStreamSynchronize(stream_)); }
+  void note_held() { peak_ = std::max(peak_, held_); }
+  void upload(void* dst, const void* src, size_t bytes) {
+    KV_CUDA_CHECK("reference upload",
+                  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  // Sums of the hash over `ranges` (refgpu::hash_ranges), synchronously.
+  std::vector<unsigned long long> hash(const std::vector<refgpu::HashRange>& ranges);
+
+  const Scenario& s_;
+  const ModelWeights& w_;
+  const ModelSpec& m_;
+  int64_t q_dim_, hidden_, L_, kvw_;
+  RefSlotLayout layout_;
+  std::vector<Part> parts_;
+  int32_t batch_rows_;
+  cudaStream_t stream_ = nullptr;
+  int64_t held_ = 0, peak_ = 0;
+
+  DevMem weights_;
+  unsigned long long weights_hash_ = 0;
+  std::vector<LayerDev> layers_;
+  const float *embed_ = nullptr, *lm_head_ = nullptr;
+
+  // Batch scratch.
+  DevMem h_, x_, q_, q_rope_, k_, v_, gate_, o_, o_in_, hints_, rows_, segs_, slot_table_;
+  PinnedMem rows_host_, hints_host_, segs_host_;
+  // Per step: outputs and logits.
+  DevMem out_rows_, out_dev_, logit_rows_, logits_dev_, ranges_, sums_;
+  PinnedMem out_rows_host_, out_host_, logits_host_, ranges_host_, sums_host_;
+  const StepQuantRows* quant_ = nullptr;
+
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::map<int32_t, int32_t> slot_of_;  // request -> slot
+  std::vector<char*> slot_bases_;
+  // Of the last run(): per job, its first output row and its row of logits (-1: none).
+  std::vector<int64_t> job_out_row_, job_logits_row_;
+  std::vector<int32_t> job_start_;
+};
+
+CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
+    : s_(s),
+      w_(w),
+      m_(w.spec),
+      q_dim_(int64_t{w.spec.num_q_heads} * w.spec.head_dim),
+      hidden_(w.spec.hidden_size),
+      L_(static_cast<int64_t>(w.spec.layers.size())),
+      kvw_(0),
+      layout_(ref_slot_layout(w.spec, s.workload.prompt_len.max + s.workload.new_tokens.max)),
+      batch_rows_(ref_batch_rows(w.spec)) {
+  const int64_t H = m_.num_q_heads, D = m_.head_dim;
+  for (size_t l = 0; l < m_.layers.size(); ++l) {
+    const RefLayerOffsets& o = layout_.layers[l];
+    const int32_t li = static_cast<int32_t>(l);
+    switch (m_.layers[l]) {
+      case LayerKind::attention: {
+        const int64_t row = int64_t{m_.num_kv_heads} * D * 4;
+        parts_.push_back({"K", li, o.a, row, 0});
+        parts_.push_back({"V", li, o.b, row, 0});
+        kvw_ = std::max<int64_t>(kvw_, int64_t{m_.num_kv_heads} * D);
+        break;
+      }
+      case LayerKind::mla:
+        parts_.push_back({"latent", li, o.a, int64_t{m_.kv_lora_rank + m_.qk_rope_dim} * 4, 0});
+        parts_.push_back({"expanded keys", li, o.b, q_dim_ * 8, 0});
+        parts_.push_back({"expanded values", li, o.c, q_dim_ * 8, 0});
+        kvw_ = std::max<int64_t>(kvw_, m_.kv_lora_rank + m_.qk_rope_dim);
+        break;
+      case LayerKind::linear:
+        parts_.push_back({"recurrent state", li, o.a, 0, H * D * D * 8});
+        kvw_ = std::max<int64_t>(kvw_, q_dim_);
+        break;
+    }
+  }
+  parts_.push_back({"attention outputs", -1, layout_.out, L_ * q_dim_ * 8, 0});
+  parts_.push_back({"final hidden states", -1, layout_.hidden, hidden_ * 8, 0});
+
+  KV_CUDA_CHECK("reference stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  upload_weights();
+  const size_t N = static_cast<size_t>(batch_rows_);
+  const int64_t P = m_.qk_rope_dim;
+  const bool mla = std::find(m_.layers.begin(), m_.layers.end(), LayerKind::mla) != m_.layers.end();
+  h_.reserve(N * hidden_ * 8, "hidden states", held_);
+  x_.reserve(N * hidden_ * 8, "normed states", held_);
+  q_.reserve(N * q_dim_ * 8, "queries", held_);
+  q_rope_.reserve(mla ? N * H * P * 8 : 8, "rope queries", held_);
+  k_.reserve(N * kvw_ * 8, "keys", held_);
+  v_.reserve(N * kvw_ * 8, "values", held_);
+  gate_.reserve(N * H * 8, "gates", held_);
+  o_.reserve(N * q_dim_ * 8, "outputs", held_);
+  o_in_.reserve(N * q_dim_ * 8, "quantised outputs", held_);
+  hints_.reserve(N * L_ * q_dim_ * 4, "the engine's fp8 rows", held_);
+  rows_.reserve(N * sizeof(Row), "rows", held_);
+  segs_.reserve(N * sizeof(Segment), "segments", held_);
+  rows_host_.reserve(N * sizeof(Row));
+  segs_host_.reserve(N * sizeof(Segment));
+  hints_host_.reserve(N * L_ * q_dim_ * 4);
+  note_held();
+}
+
+void CudaReference::upload_weights() {
+  // One allocation: the weights the reference reads, 256-byte aligned, hashed as one range.
+  std::vector<std::pair<const std::vector<float>*, const float**>> todo;
+  layers_.resize(m_.layers.size());
+  todo.push_back({&w_.embed, &embed_});
+  todo.push_back({&w_.lm_head, &lm_head_});
+  for (size_t l = 0; l < m_.layers.size(); ++l) {
+    const LayerWeights& lw = w_.layers[l];
+    LayerDev& d = layers_[l];
+    d.kind = lw.kind;
+    for (auto [v, p] : {std::pair{&lw.wq, &d.wq}, {&lw.wk, &d.wk}, {&lw.wv, &d.wv},
+                        {&lw.bv, &d.bv}, {&lw.wg, &d.wg}, {&lw.bg, &d.bg},
+                        {&lw.wdkv, &d.wdkv}, {&lw.bdkv, &d.bdkv}, {&lw.wqn, &d.wqn},
+                        {&lw.wqr, &d.wqr}, {&lw.wuk, &d.wuk}, {&lw.wuv, &d.wuv},
+                        {&lw.wo, &d.wo}})
+      if (!v->empty()) todo.push_back({v, p});
+    d.quant_scale = lw.kind == LayerKind::linear ? 0.0f : w_.quant_scale(l, s_.cache);
+  }
+  size_t total = 0;
+  for (auto& [v, p] : todo) total += (v->size() * 4 + 255) / 256 * 256;
+  weights_.reserve(total, "the model's weights", held_);
+  std::vector<char> host(total, 0);
+  size_t at = 0;
+  for (auto& [v, p] : todo) {
+    std::memcpy(host.data() + at, v->data(), v->size() * 4);
+    *p = reinterpret_cast<const float*>(weights_.as<char>() + at);
+    at += (v->size() * 4 + 255) / 256 * 256;
+  }
+  upload(weights_.as<char>(), host.data(), total);
+  weights_hash_ = hash({{weights_.as<uint32_t>(), 0, static_cast<int64_t>(total / 4)}})[0];
+}
+
+std::vector<unsigned long long> CudaReference::hash(
+    const std::vector<refgpu::HashRange>& ranges) {
+  const size_t n = ranges.size();
+  if (n == 0) return {};
+  ranges_.reserve(n * sizeof(refgpu::HashRange), "hash ranges", held_);
+  sums_.reserve(n * 8, "hash sums", held_);
+  ranges_host_.reserve(n * sizeof(refgpu::HashRange));
+  sums_host_.reserve(n * 8);
+  note_held();
+  std::memcpy(ranges_host_.as<void>(), ranges.data(), n * sizeof(refgpu::HashRange));
+  upload(ranges_.as<void>(), ranges_host_.as<void>(), n * sizeof(refgpu::HashRange));
+  refgpu::hash_ranges(stream_, ranges_.as<refgpu::HashRange>(), static_cast<int32_t>(n),
+                      sums_.as<unsigned long long>());
+  KV_CUDA_CHECK("reference hash", cudaMemcpyAsync(sums_host_.as<void>(), sums_.as<void>(), n * 8,
+                                                  cudaMemcpyDeviceToHost, stream_));
+  sync();
+  const auto* s = sums_host_.as<unsigned long long>();
+  return std::vector<unsigned long long>(s, s + n);
+}
+
+void CudaReference::begin_epoch() {
+  for (auto& sl : slots_) {
+    sl->request = -1;
+    sl->length = 0;
+  }
+  slot_of_.clear();
+}
+
+void CudaReference::release(int32_t request) {
+  const auto it = slot_of_.find(request);
+  if (it == slot_of_.end()) return;
+  Slot& sl = *slots_[static_cast<size_t>(it->second)];
+  sl.request = -1;
+  sl.length = 0;
+  slot_of_.erase(it);
+}
+
+Slot& CudaReference::slot_for(int32_t request) {
+  if (const auto it = slot_of_.find(request); it != slot_of_.end())
+    return *slots_[static_cast<size_t>(it->second)];
+  size_t i = 0;
+  while (i < slots_.size() && slots_[i]->request >= 0) ++i;
+  if (i == slots_.size()) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->mem.reserve(static_cast<size_t>(layout_.bytes), "a request's history", held_);
+    note_held();
+    slot_bases_.push_back(slots_.back()->mem.as<char>());
+  }
+  Slot& sl = *slots_[i];
+  sl.request = request;
+  sl.length = 0;
+  // Zero: a recurrent state starts at zero; the rest is written before it is read.
+  KV_CUDA_CHECK("reference slot", cudaMemsetAsync(sl.mem.as<void>(), 0, sl.mem.bytes(), stream_));
+  sl.hashes.assign(parts_.size(), 0);
+  slot_of_[request] = static_cast<int32_t>(i);
+  return sl;
+}
+
+void CudaReference::verify() {
+  std::vector<refgpu::HashRange> ranges;
+  std::vector<std::pair<const Slot*, size_t>> what;  // per range after the first: slot, part
+  ranges.push_back({weights_.as<uint32_t>(), 0, static_cast<int64_t>(weights_.bytes() / 4)});
+  for (const auto& sl : slots_) {
+    if (sl->request < 0 || sl->length == 0) continue;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const Part& part = parts_[p];
+      const int64_t bytes = part.whole_bytes ? part.whole_bytes : sl->length * part.row_bytes;
+      ranges.push_back({reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off), 0,
+                        bytes / 4});
+      what.push_back({sl.get(), p});
+    }
+  }
+  const std::vector<unsigned long long> sums = hash(ranges);
+  auto changed = [](const std::string& what_changed) {
+    throw DeviceError(
+        "the GPU reference's memory changed while the code under test ran: " + what_changed +
+        " differs from what the reference wrote (its checksum no longer matches). Something on "
+        "the device wrote out of bounds; with a backend, run it under compute-sanitizer, or "
+        "with --reference-device host to judge it without the GPU reference");
+  };
+  if (sums[0] != weights_hash_) changed("the reference's copy of the model weights");
+  for (size_t i = 1; i < sums.size(); ++i) {
+    const auto [sl, p] = what[i - 1];
+    if (sums[i] == sl->hashes[p]) continue;
+    const Part& part = parts_[p];
+    changed(fmt::format("request {}'s {}{} ({} positions)", sl->request, part.what,
+                        part.layer < 0 ? "" : fmt::format(" of layer {}", part.layer),
+                        sl->length));
+  }
+}
+
+void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
+                        const std::function<void()>& interrupt) {
+  quant_ = &quant;
+  verify();
+  // Slots of this step's requests, and their lengths before it (for the appended hashes).
+  std::vector<Slot*> job_slot(jobs.size());
+  std::vector<std::pair<Slot*, int32_t>> touched;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].capacity > layout_.capacity || jobs[j].end > layout_.capacity)
+      throw std::logic_error(fmt::format("GPU reference: request {} reaches {} positions, its "
+                                         "slots hold {}", jobs[j].request,
+                                         std::max(jobs[j].capacity, jobs[j].end),
+                                         layout_.capacity));
+    job_slot[j] = &slot_for(jobs[j].request);
+  }
+  slot_table_.reserve(slot_bases_.size() * sizeof(char*), "the slot table", held_);
+  note_held();
+  upload(slot_table_.as<void>(), slot_bases_.data(), slot_bases_.size() * sizeof(char*));
+  sync();  // slot_bases_ is pageable: the copy must be done before it can change
+
+  // The new positions of every job, in job order and position order, in batches of rows.
+  std::vector<Row> rows;
+  std::vector<Segment> segs;
+  std::vector<std::pair<size_t, int64_t>> hint_src;  // per row: job, engine row (-1: none)
+  auto flush = [&] {
+    if (rows.empty()) return;
+    if (interrupt) interrupt();
+    sync();  // the pinned staging buffers are free again
+    // The engine's fp8 rows of the hinted positions, per quantised layer.
+    float* hints = hints_host_.as<float>();
+    const size_t N = rows.size();
+    for (size_t l = 0; l < static_cast<size_t>(L_); ++l) {
+      const std::vector<float>& qo = (*quant_)[l];
+      if (qo.empty()) continue;
+      for (size_t r = 0; r < N; ++r) {
+        if (hint_src[r].second < 0) continue;
+        std::memcpy(hints + (l * N + r) * q_dim_,
+                    qo.data() + static_cast<size_t>(hint_src[r].second) * q_dim_, q_dim_ * 4);
+      }
+    }
+    compute_batch(rows, segs);
+    rows.clear();
+    segs.clear();
+    hint_src.clear();
+  };
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const RefJob& job = jobs[j];
+    Slot& sl = *job_slot[j];
+    if (sl.length >= job.end) continue;
+    touched.push_back({&sl, sl.length});
+    const int32_t slot = slot_of_.at(job.request);
+    for (int32_t pos = sl.length; pos < job.end; ++pos) {
+      if (static_cast<int32_t>(rows.size()) == batch_rows_) flush();
+      const bool hinted = pos >= job.start;
+      rows.push_back({slot, pos, job.tokens.at(static_cast<size_t>(pos)), hinted ? 1 : 0});
+      hint_src.push_back({j, hinted ? job.first_row + (pos - job.start) : -1});
+      const int32_t r = static_cast<int32_t>(rows.size()) - 1;
+      if (segs.empty() || segs.back().slot != slot || segs.back().row0 + segs.back().count != r)
+        segs.push_back({slot, r, 0});
+      ++segs.back().count;
+    }
+    sl.length = job.end;
+  }
+  flush();
+
+  // Hash what this step wrote: the appended rows of each part, a recurrent state whole.
+  std::vector<refgpu::HashRange> ranges;
+  std::vector<std::pair<Slot*, size_t>> where;
+  for (auto [sl, old_len] : touched) {
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const Part& part = parts_[p];
+      const auto* base = reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off);
+      if (part.whole_bytes) {
+        ranges.push_back({base, 0, part.whole_bytes / 4});
+      } else {
+        ranges.push_back({base, old_len * part.row_bytes / 4, sl->length * part.row_bytes / 4});
+      }
+      where.push_back({sl, p});
+    }
+  }
+  const std::vector<unsigned long long> sums = hash(ranges);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    auto [sl, p] = where[i];
+    if (parts_[p].whole_bytes)
+      sl->hashes[p] = sums[i];
+    else
+      sl->hashes[p] += sums[i];
+  }
+  write_outputs(jobs);
+}
+
+void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs) {
+  const cudaStream_t st = stream_;
+  const int32_t n = static_cast<int32_t>(rows.size());
+  const size_t N = rows.size();
+  std::memcpy(rows_host_.as<void>(), rows.data(), N * sizeof(Row));
+  std::memcpy(segs_host_.as<void>(), segs.data(), segs.size() * sizeof(Segment));
+  upload(rows_.as<void>(), rows_host_.as<void>(), N * sizeof(Row));
+  upload(segs_.as<void>(), segs_host_.as<void>(), segs.size() * sizeof(Segment));
+  upload(hints_.as<void>(), hints_host_.as<void>(), N * L_ * q_dim_ * 4);
+  const Row* R = rows_.as<Row>();
+  char* const* slots = slot_table_.as<char*>();
+  const int32_t H = m_.num_q_heads, D = m_.head_dim, KVD = m_.num_kv_heads * m_.head_dim;
+  const int32_t hid = static_cast<int32_t>(hidden_), qd = static_cast<int32_t>(q_dim_);
+  const int32_t rank = m_.kv_lora_rank, P = m_.qk_rope_dim, lat = rank + P;
+  double *h = h_.as<double>(), *x = x_.as<double>(), *q = q_.as<double>(),
+         *k = k_.as<double>(), *v = v_.as<double>(), *o = o_.as<double>(),
+         *o_in = o_in_.as<double>();
+
+  refgpu::embed(st, R, n, embed_, hid, h);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerDev& d = layers_[l];
+    const RefLayerOffsets& off = layout_.layers[l];
+    refgpu::rms_norm(st, n, h, hid, x);
+    switch (d.kind) {
+      case LayerKind::attention: {
+        refgpu::matmul(st, n, x, hid, d.wq, nullptr, qd, q, false);
+        refgpu::matmul(st, n, x, hid, d.wk, nullptr, KVD, k, false);
+        refgpu::matmul(st, n, x, hid, d.wv, d.bv, KVD, v, false);
+        refgpu::store_rounded(st, R, n, slots, off.a, KVD, k, KVD, KVD, s_.cache.dtype,
+                              ref::cache_scale(s_.cache, s_.cache.k_scale));
+        refgpu::store_rounded(st, R, n, slots, off.b, KVD, v, KVD, KVD, s_.cache.dtype,
+                              ref::cache_scale(s_.cache, s_.cache.v_scale));
+        refgpu::AttendArgs a;
+        a.rows = R;
+        a.num_rows = n;
+        a.slots = slots;
+        a.k_off = off.a;
+        a.v_off = off.b;
+        a.k_row = a.v_row = KVD;
+        a.k_head = a.v_head = D;
+        a.num_heads = H;
+        a.group = H / m_.num_kv_heads;
+        a.dim = D;
+        a.q = q;
+        a.q_row = qd;
+        a.q2 = q;
+        a.scale = static_cast<double>(w_.softmax_scale);
+        a.out = o;
+        a.out_row = qd;
+        refgpu::attend_attention(st, a);
+        break;
+      }
+      case LayerKind::mla: {
+        refgpu::matmul(st, n, x, hid, d.wdkv, d.bdkv, lat, k, false);
+        refgpu::store_rounded(st, R, n, slots, off.a, lat, k, lat, lat, s_.cache.dtype,
+                              ref::cache_scale(s_.cache, s_.cache.k_scale));
+        refgpu::mla_expand(st, R, n, slots, off.a, lat, off.b, off.c, d.wuk, d.wuv, H, D, rank);
+        refgpu::matmul(st, n, x, hid, d.wqn, nullptr, qd, q, false);
+        refgpu::matmul(st, n, x, hid, d.wqr, nullptr, int64_t{H} * P, q_rope_.as<double>(),
+                       false);
+        refgpu::AttendArgs a;
+        a.rows = R;
+        a.num_rows = n;
+        a.slots = slots;
+        a.k_off = off.b;
+        a.v_off = off.c;
+        a.k2_off = off.a + int64_t{rank} * 4;
+        a.k_row = a.v_row = qd;
+        a.k_head = a.v_head = D;
+        a.k2_row = lat;
+        a.k2_dim = P;
+        a.num_heads = H;
+        a.group = 1;
+        a.dim = D;
+        a.q = q;
+        a.q_row = qd;
+        a.q2 = q_rope_.as<double>();
+        a.q2_row = int64_t{H} * P;
+        a.scale = static_cast<double>(w_.mla_softmax_scale);
+        a.out = o;
+        a.out_row = qd;
+        refgpu::attend_mla(st, a);
+        break;
+      }
+      case LayerKind::linear:
+        refgpu::matmul(st, n, x, hid, d.wq, nullptr, qd, q, false);
+        refgpu::matmul(st, n, x, hid, d.wk, nullptr, qd, k, false);
+        refgpu::matmul(st, n, x, hid, d.wv, nullptr, qd, v, false);
+        refgpu::matmul(st, n, x, hid, d.wg, d.bg, H, gate_.as<double>(), false);
+        refgpu::linear_attention(st, segs_.as<Segment>(), static_cast<int32_t>(segs.size()),
+                                 slots, off.a, q, k, v, gate_.as<double>(), H, D,
+                                 static_cast<double>(w_.softmax_scale), o);
+        break;
+    }
+    refgpu::store_rows(st, R, n, slots, layout_.out + static_cast<int64_t>(l) * q_dim_ * 8,
+                       L_ * q_dim_, o, qd, qd);
+    const double* o_used = o;
+    if (d.quant_scale != 0.0f) {
+      refgpu::quantise(st, R, n, o, qd, hints_.as<float>() + l * N * q_dim_, d.quant_scale,
+                       kFp8TieWindow, o_in);
+      o_used = o_in;
+    }
+    refgpu::matmul(st, n, o_used, qd, d.wo, nullptr, hid, h, true);
+  }
+  refgpu::store_rows(st, R, n, slots, layout_.hidden, hid, h, hid, hid);
+}
+
+void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
+  // Attention outputs of every job's [start, end), and the hidden state at end - 1 of those that
+  // sample, gathered from the slots into one buffer each and copied back.
+  std::vector<Row> out_rows, logit_rows;
+  job_out_row_.assign(jobs.size(), 0);
+  job_logits_row_.assign(jobs.size(), -1);
+  job_start_.assign(jobs.size(), 0);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int32_t slot = slot_of_.at(jobs[j].request);
+    job_out_row_[j] = static_cast<int64_t>(out_rows.size());
+    job_start_[j] = jobs[j].start;
+    for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos) out_rows.push_back({slot, pos, 0, 0});
+    if (jobs[j].logits) {
+      job_logits_row_[j] = static_cast<int64_t>(logit_rows.size());
+      logit_rows.push_back({slot, jobs[j].end - 1, 0, 0});
+    }
+  }
+  const int64_t row_w = L_ * q_dim_;
+  const size_t n_out = out_rows.size(), n_log = logit_rows.size();
+  const int64_t V = m_.vocab_size;
+  sync();
+  out_rows_.reserve(std::max<size_t>(n_out + n_log, 1) * sizeof(Row), "output rows", held_);
+  out_dev_.reserve(std::max<size_t>(n_out * row_w * 8, 8), "the step's outputs", held_);
+  logits_dev_.reserve(std::max<size_t>(n_log * V * 8, 8), "logits", held_);
+  note_held();
+  out_rows_host_.reserve(std::max<size_t>(n_out + n_log, 1) * sizeof(Row));
+  out_host_.reserve(std::max<size_t>(n_out * row_w * 8, 8));
+  logits_host_.reserve(std::max<size_t>(n_log * V * 8, 8));
+  Row* staged = out_rows_host_.as<Row>();
+  std::copy(out_rows.begin(), out_rows.end(), staged);
+  std::copy(logit_rows.begin(), logit_rows.end(), staged + n_out);
+  upload(out_rows_.as<void>(), staged, (n_out + n_log) * sizeof(Row));
+  char* const* slots = slot_table_.as<char*>();
+  refgpu::gather_rows(stream_, out_rows_.as<Row>(), static_cast<int32_t>(n_out), slots,
+                      layout_.out, row_w, static_cast<int32_t>(row_w), out_dev_.as<double>());
+  KV_CUDA_CHECK("reference outputs",
+                cudaMemcpyAsync(out_host_.as<void>(), out_dev_.as<void>(), n_out * row_w * 8,
+                                cudaMemcpyDeviceToHost, stream_));
+  // Logits, a batch's worth of rows at a time through the scratch of the hidden states.
+  for (size_t first = 0; first < n_log; first += static_cast<size_t>(batch_rows_)) {
+    const int32_t n = static_cast<int32_t>(std::min<size_t>(batch_rows_, n_log - first));
+    refgpu::gather_rows(stream_, out_rows_.as<Row>() + n_out + first, n, slots, layout_.hidden,
+                        hidden_, static_cast<int32_t>(hidden_), h_.as<double>());
+    refgpu::rms_norm(stream_, n, h_.as<double>(), static_cast<int32_t>(hidden_), x_.as<double>());
+    refgpu::matmul(stream_, n, x_.as<double>(), hidden_, lm_head_, nullptr, V,
+                   logits_dev_.as<double>() + first * V, false);
+  }
+  KV_CUDA_CHECK("reference logits",
+                cudaMemcpyAsync(logits_host_.as<void>(), logits_dev_.as<void>(), n_log * V * 8,
+                                cudaMemcpyDeviceToHost, stream_));
+  sync();
+}
+
+const double* CudaReference::attn_out(size_t job, int32_t pos, int32_t layer) const {
+  const int64_t row = job_out_row_.at(job) + (pos - job_start_.at(job));
+  return out_host_.as<double>() + (row * L_ + layer) * q_dim_;
+}
+
+std::vector<double> CudaReference::logits(size_t job) const {
+  const int64_t row = job_logits_row_.at(job);
+  if (row < 0) throw std::logic_error("GPU reference: logits of a job that does not sample");
+  const double* p = logits_host_.as<double>() + row * m_.vocab_size;
+  return std::vector<double>(p, p + m_.vocab_size);
+}
+
+}  // namespace
+
+void corrupt_history_for_test(StepReference& ref, int32_t request) {
+  dynamic_cast<CudaReference&>(ref).corrupt_for_test(request);
+}
+
+int64_t cuda_reference_free_bytes() {
+  size_t free = 0, total = 0;
+  KV_CUDA_CHECK("reference memory info", cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+}
+
+std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w) {
+  static_assert(kRmsNormEps == 1e-6f, "ref_kernels.cu's kRmsEps is engine/model_weights.h's");
+  return std::make_unique<CudaReference>(s, w);
+}
+
+}  // namespace kv

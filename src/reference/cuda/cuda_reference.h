@@ -1,0 +1,41 @@
+// cuda_reference.h — the float64 reference on the GPU (--reference-device cuda).
+//
+// The same logical model as the CPU reference (ref_sequence.h: contiguous per-request K/V built
+// from its own projections, never the paged cache; every layer kind; the cache dtype's rounding;
+// the fp8 op with the engine's near-ties settled), computed by the kernels of ref_kernels.h. Each
+// checked request's history stays on the device in a slot (reference/cuda_layout.h) for as long
+// as the request runs, and a step computes only its new positions: all of a step's new positions,
+// across requests, go through the layers together as one batch of rows.
+//
+// Protection from the code under test: a backend plugin shares this process and this GPU, so an
+// out-of-bounds write of one of its kernels could land in the reference's memory. Every step,
+// before the reference reads anything, it hashes its weights and the written part of every
+// request's history on the GPU and compares them with the hashes taken after it last wrote them;
+// a difference ends the run with a DeviceError naming what changed (with a backend, the run's
+// verdict is an error naming the backend's last op). New rows are hashed as they are appended.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/model_weights.h"
+#include "reference/step_reference.h"
+
+namespace kv {
+
+// What result.reference_protection says.
+inline constexpr const char* kCudaReferenceProtection =
+    "checksums: the reference's weights and every request's history are hashed on the GPU each "
+    "step before use and compared with their hashes from when the reference wrote them";
+
+// Throws DeviceError (OutOfMemory when an allocation fails) if the GPU cannot hold it.
+std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w);
+
+// For the protection test only: flips one word of `request`'s history (its first part's first
+// position) the way a stray write of the code under test would. The request must be live.
+void corrupt_history_for_test(StepReference& ref, int32_t request);
+
+// The GPU's free memory now (cudaMemGetInfo), in bytes.
+int64_t cuda_reference_free_bytes();
+
+}  // namespace kv

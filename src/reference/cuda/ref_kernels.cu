@@ -1,0 +1,372 @@
+// ref_kernels.cu — the GPU reference's float64 kernels (ref_kernels.h says what each computes and
+// why the file is built with -fmad=false).
+#include "reference/cuda/ref_kernels.h"
+
+#include <climits>
+#include <cmath>
+
+#include "device/cuda/cuda_check.h"
+#include "kernels/model_math.cuh"
+
+namespace kv::refgpu {
+namespace {
+
+constexpr int kThreads = 128;   // attention: threads per (row, head)
+constexpr int kMaxAcc = 8;      // attention: output features per thread, so dim <= 1024
+constexpr float kRmsEps = 1e-6f;  // engine/model_weights.h kRmsNormEps (checked on the host)
+
+void launched(const char* what) { KV_CUDA_CHECK(what, cudaGetLastError()); }
+
+unsigned blocks_for(int64_t n, int threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+__global__ void matmul_kernel(int32_t n, const double* x, int64_t cols, const float* w,
+                              const float* bias, int64_t rows, double* y, bool accumulate) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * rows) return;
+  const int64_t row = i / rows, r = i % rows;
+  const float* wr = w + r * cols;
+  const double* xr = x + row * cols;
+  double s = bias ? static_cast<double>(bias[r]) : 0.0;
+  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(wr[c]) * xr[c];
+  if (accumulate)
+    y[i] += s;
+  else
+    y[i] = s;
+}
+
+__global__ void embed_kernel(const Row* rows, int32_t n, const float* embed, int32_t hidden,
+                             double* h) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * hidden) return;
+  const Row r = rows[i / hidden];
+  const int32_t f = static_cast<int32_t>(i % hidden);
+  h[i] = static_cast<double>(embed[static_cast<int64_t>(r.token) * hidden + f]) +
+         position_code<double>(r.pos, f, hidden);
+}
+
+__global__ void rms_norm_kernel(int32_t n, const double* h, int32_t hidden, double* x) {
+  const int32_t row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const double* hr = h + static_cast<int64_t>(row) * hidden;
+  double ss = 0.0;
+  for (int32_t i = 0; i < hidden; ++i) ss += hr[i] * hr[i];
+  const double inv = 1.0 / sqrt(ss / static_cast<double>(hidden) + kRmsEps);
+  for (int32_t i = 0; i < hidden; ++i) x[static_cast<int64_t>(row) * hidden + i] = hr[i] * inv;
+}
+
+__global__ void store_rounded_kernel(const Row* rows, int32_t n, char* const* slots,
+                                     int64_t dst_off, int64_t dst_row, const double* src,
+                                     int64_t src_row, int32_t width, DType dtype, float scale) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * width) return;
+  const int64_t row = i / width, f = i % width;
+  const Row r = rows[row];
+  float* dst = reinterpret_cast<float*>(slots[r.slot] + dst_off) + r.pos * dst_row;
+  dst[f] = round_through_scaled(static_cast<float>(src[row * src_row + f]), dtype, scale);
+}
+
+__global__ void store_rows_kernel(const Row* rows, int32_t n, char* const* slots,
+                                  int64_t dst_off, int64_t dst_row, const double* src,
+                                  int64_t src_row, int32_t width) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * width) return;
+  const int64_t row = i / width, f = i % width;
+  const Row r = rows[row];
+  double* dst = reinterpret_cast<double*>(slots[r.slot] + dst_off) + r.pos * dst_row;
+  dst[f] = src[row * src_row + f];
+}
+
+__global__ void gather_rows_kernel(const Row* rows, int32_t n, char* const* slots,
+                                   int64_t src_off, int64_t src_row, int32_t width, double* dst) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * width) return;
+  const int64_t row = i / width, f = i % width;
+  const Row r = rows[row];
+  dst[i] = reinterpret_cast<const double*>(slots[r.slot] + src_off)[r.pos * src_row + f];
+}
+
+__global__ void mla_expand_kernel(const Row* rows, int32_t n, char* const* slots,
+                                  int64_t lat_off, int32_t lat_dim, int64_t kc_off, int64_t v_off,
+                                  const float* wuk, const float* wuv, int32_t heads, int32_t dim,
+                                  int32_t rank) {
+  const int64_t q_dim = static_cast<int64_t>(heads) * dim;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * q_dim) return;
+  const Row r = rows[i / q_dim];
+  const int64_t e = i % q_dim;  // h * dim + d: row e of the [H][D][R] weights
+  char* slot = slots[r.slot];
+  const float* c = reinterpret_cast<const float*>(slot + lat_off) + r.pos * lat_dim;
+  const float* wk = wuk + e * rank;
+  const float* wv = wuv + e * rank;
+  double sk = 0.0, sv = 0.0;
+  for (int32_t j = 0; j < rank; ++j) {
+    const double cj = static_cast<double>(c[j]);
+    sk += static_cast<double>(wk[j]) * cj;
+    sv += static_cast<double>(wv[j]) * cj;
+  }
+  reinterpret_cast<double*>(slot + kc_off)[r.pos * q_dim + e] = sk;
+  reinterpret_cast<double*>(slot + v_off)[r.pos * q_dim + e] = sv;
+}
+
+// One block per (head, row). Pass 1 finds the first largest score; pass 2 recomputes the scores
+// a tile at a time, turns them into weights p_t = exp(s_t - s_a) and accumulates
+// sum p_t (v_t - v_a) — over the tile's positions by groups of threads when dim is small.
+template <class KT, class VT>
+__global__ void attend_kernel(AttendArgs a) {
+  const int h = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
+  const Row r = a.rows[n];
+  const char* slot = a.slots[r.slot];
+  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + (h / a.group) * a.k_head;
+  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + (h / a.group) * a.v_head;
+  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+  const double* q = a.q + n * a.q_row + static_cast<int64_t>(h) * a.dim;
+  const double* q2 = a.q2 + n * a.q2_row + static_cast<int64_t>(h) * a.k2_dim;
+  const int len = r.pos + 1;
+  auto score = [&](int t) {
+    const KT* kt = K + t * a.k_row;
+    double dot = 0.0;
+    for (int d = 0; d < a.dim; ++d) dot += q[d] * static_cast<double>(kt[d]);
+    const float* kr = K2 + t * a.k2_row;
+    for (int p = 0; p < a.k2_dim; ++p) dot += q2[p] * static_cast<double>(kr[p]);
+    return dot * a.scale;
+  };
+
+  __shared__ double s_val[kThreads];
+  __shared__ int s_idx[kThreads];
+  double best = -INFINITY;
+  int best_t = INT_MAX;
+  for (int t = tid; t < len; t += kThreads) {
+    const double s = score(t);
+    if (s > best) {  // t grows: the first largest of this thread's positions
+      best = s;
+      best_t = t;
+    }
+  }
+  s_val[tid] = best;
+  s_idx[tid] = best_t;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (tid < stride) {
+      const double o = s_val[tid + stride];
+      const int ot = s_idx[tid + stride];
+      if (o > s_val[tid] || (o == s_val[tid] && ot < s_idx[tid])) {
+        s_val[tid] = o;
+        s_idx[tid] = ot;
+      }
+    }
+    __syncthreads();
+  }
+  const double top = s_val[0];
+  const int at = s_idx[0];
+  __syncthreads();
+
+  const VT* va = V + at * a.v_row;
+  const int groups = a.dim >= kThreads ? 1 : kThreads / a.dim;
+  const int g = a.dim >= kThreads ? 0 : tid / a.dim;
+  const int d0 = a.dim >= kThreads ? tid : tid % a.dim;
+  double acc[kMaxAcc];
+  for (int k = 0; k < kMaxAcc; ++k) acc[k] = 0.0;
+  double denom = 0.0;  // thread 0's, in position order
+  double* p_tile = s_val;
+  for (int t0 = 0; t0 < len; t0 += kThreads) {
+    const int count = min(kThreads, len - t0);
+    p_tile[tid] = tid < count ? exp(score(t0 + tid) - top) : 0.0;
+    __syncthreads();
+    if (tid == 0)
+      for (int i = 0; i < count; ++i) denom += p_tile[i];
+    if (groups > 1) {
+      if (g < groups)
+        for (int i = g; i < count; i += groups) {
+          const VT* vt = V + (t0 + i) * a.v_row;
+          acc[0] += p_tile[i] * (static_cast<double>(vt[d0]) - static_cast<double>(va[d0]));
+        }
+    } else {
+      for (int i = 0; i < count; ++i) {
+        const double p = p_tile[i];
+        const VT* vt = V + (t0 + i) * a.v_row;
+        for (int k = 0, d = d0; d < a.dim; ++k, d += kThreads)
+          acc[k] += p * (static_cast<double>(vt[d]) - static_cast<double>(va[d]));
+      }
+    }
+    __syncthreads();
+  }
+  __shared__ double s_denom;
+  if (tid == 0) s_denom = denom;
+  double* out = a.out + n * a.out_row + static_cast<int64_t>(h) * a.dim;
+  if (groups > 1) {
+    s_val[tid] = acc[0];  // s_val is free again: every thread passed the last barrier
+    __syncthreads();
+    if (tid < a.dim) {
+      double sum = 0.0;
+      for (int k = 0; k < groups; ++k) sum += s_val[k * a.dim + tid];
+      out[tid] = static_cast<double>(va[tid]) + sum / s_denom;
+    }
+  } else {
+    __syncthreads();
+    for (int k = 0, d = d0; d < a.dim; ++k, d += kThreads)
+      out[d] = static_cast<double>(va[d]) + acc[k] / s_denom;
+  }
+}
+
+// One block per (segment, head), one thread per value feature j owning column j of the state.
+__global__ void linear_kernel(const Segment* segs, char* const* slots, int64_t state_off,
+                              const double* q, const double* k, const double* v,
+                              const double* gate, int32_t heads, int32_t dim, double scale,
+                              double* out) {
+  const Segment sg = segs[blockIdx.x];
+  const int h = blockIdx.y, j = threadIdx.x;
+  const int64_t q_dim = static_cast<int64_t>(heads) * dim;
+  double* S = reinterpret_cast<double*>(slots[sg.slot] + state_off) +
+              static_cast<int64_t>(h) * dim * dim;
+  for (int32_t n = sg.row0; n < sg.row0 + sg.count; ++n) {
+    const double g = 1.0 / (1.0 + exp(-gate[static_cast<int64_t>(n) * heads + h]));
+    const double* kh = k + n * q_dim + static_cast<int64_t>(h) * dim;
+    const double* vh = v + n * q_dim + static_cast<int64_t>(h) * dim;
+    const double* qh = q + n * q_dim + static_cast<int64_t>(h) * dim;
+    for (int i = 0; i < dim; ++i) S[i * dim + j] = g * S[i * dim + j] + kh[i] * vh[j];
+    double s = 0.0;
+    for (int i = 0; i < dim; ++i) s += qh[i] * S[i * dim + j];
+    out[n * q_dim + static_cast<int64_t>(h) * dim + j] = scale * s;
+  }
+}
+
+__device__ double quant_fp8(double v, float scale) {
+  return round_through_scaled(static_cast<float>(v), DType::fp8_e4m3, scale);
+}
+
+__global__ void quantise_kernel(const Row* rows, int32_t n, const double* o, int32_t width,
+                                const float* hints, float scale, double window, double* o_in) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * width) return;
+  const double exact = o[i];
+  const double ours = quant_fp8(exact, scale);
+  double pick = ours;
+  if (rows[i / width].hinted) {  // ref_sequence.cpp settle_tie
+    const double theirs = hints[i];
+    if (theirs != ours && isfinite(theirs) && quant_fp8(theirs, scale) == theirs) {
+      const double mid = 0.5 * (ours + theirs);
+      if (fabs(exact - mid) <= window * fabs(theirs - ours)) pick = theirs;
+    }
+  }
+  o_in[i] = pick;
+}
+
+__device__ unsigned long long mix(unsigned long long x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void hash_kernel(const HashRange* ranges, unsigned long long* sums) {
+  const HashRange r = ranges[blockIdx.x];
+  unsigned long long acc = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.x;
+  for (int64_t i = r.begin + static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+       i < r.end; i += stride)
+    acc += mix((static_cast<unsigned long long>(i) << 32) ^ r.words[i]);
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0 && acc != 0) atomicAdd(&sums[blockIdx.x], acc);
+}
+
+}  // namespace
+
+void matmul(cudaStream_t st, int32_t n, const double* x, int64_t cols, const float* w,
+            const float* bias, int64_t rows, double* y, bool accumulate) {
+  if (n == 0 || rows == 0) return;
+  matmul_kernel<<<blocks_for(n * rows, 256), 256, 0, st>>>(n, x, cols, w, bias, rows, y,
+                                                          accumulate);
+  launched("reference matmul");
+}
+
+void embed(cudaStream_t st, const Row* rows, int32_t n, const float* emb, int32_t hidden,
+           double* h) {
+  if (n == 0) return;
+  embed_kernel<<<blocks_for(int64_t{n} * hidden, 256), 256, 0, st>>>(rows, n, emb, hidden, h);
+  launched("reference embed");
+}
+
+void rms_norm(cudaStream_t st, int32_t n, const double* h, int32_t hidden, double* x) {
+  if (n == 0) return;
+  rms_norm_kernel<<<blocks_for(n, 128), 128, 0, st>>>(n, h, hidden, x);
+  launched("reference rms_norm");
+}
+
+void store_rounded(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
+                   int64_t dst_off, int64_t dst_row, const double* src, int64_t src_row,
+                   int32_t width, DType dtype, float scale) {
+  if (n == 0) return;
+  store_rounded_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(
+      rows, n, slots, dst_off, dst_row, src, src_row, width, dtype, scale);
+  launched("reference store_rounded");
+}
+
+void store_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t dst_off,
+                int64_t dst_row, const double* src, int64_t src_row, int32_t width) {
+  if (n == 0) return;
+  store_rows_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(
+      rows, n, slots, dst_off, dst_row, src, src_row, width);
+  launched("reference store_rows");
+}
+
+void gather_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
+                 int64_t src_off, int64_t src_row, int32_t width, double* dst) {
+  if (n == 0) return;
+  gather_rows_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(
+      rows, n, slots, src_off, src_row, width, dst);
+  launched("reference gather_rows");
+}
+
+void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t lat_off,
+                int32_t lat_dim, int64_t kc_off, int64_t v_off, const float* wuk, const float* wuv,
+                int32_t heads, int32_t dim, int32_t rank) {
+  if (n == 0) return;
+  mla_expand_kernel<<<blocks_for(int64_t{n} * heads * dim, 128), 128, 0, st>>>(
+      rows, n, slots, lat_off, lat_dim, kc_off, v_off, wuk, wuv, heads, dim, rank);
+  launched("reference mla_expand");
+}
+
+template <class KT, class VT>
+static void attend(cudaStream_t st, const AttendArgs& a, const char* what) {
+  if (a.num_rows == 0) return;
+  if (a.dim > kThreads * kMaxAcc)
+    throw DeviceError(std::string(what) + ": head dim above the GPU reference's 1024");
+  attend_kernel<KT, VT><<<dim3(a.num_heads, a.num_rows), kThreads, 0, st>>>(a);
+  launched(what);
+}
+
+void attend_attention(cudaStream_t st, const AttendArgs& a) {
+  attend<float, float>(st, a, "reference attention");
+}
+
+void attend_mla(cudaStream_t st, const AttendArgs& a) {
+  attend<double, double>(st, a, "reference mla attention");
+}
+
+void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, char* const* slots,
+                      int64_t state_off, const double* q, const double* k, const double* v,
+                      const double* gate, int32_t heads, int32_t dim, double scale, double* out) {
+  if (num_segs == 0) return;
+  linear_kernel<<<dim3(num_segs, heads), dim, 0, st>>>(segs, slots, state_off, q, k, v, gate,
+                                                       heads, dim, scale, out);
+  launched("reference linear attention");
+}
+
+void quantise(cudaStream_t st, const Row* rows, int32_t n, const double* o, int32_t width,
+              const float* hints, float scale, double tie_window, double* o_in) {
+  if (n == 0) return;
+  quantise_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(rows, n, o, width, hints,
+                                                                       scale, tie_window, o_in);
+  launched("reference quantise");
+}
+
+void hash_ranges(cudaStream_t st, const HashRange* ranges, int32_t n, unsigned long long* sums) {
+  if (n == 0) return;
+  KV_CUDA_CHECK("reference hash", cudaMemsetAsync(sums, 0, sizeof(unsigned long long) * n, st));
+  hash_kernel<<<dim3(n, 16), 256, 0, st>>>(ranges, sums);
+  launched("reference hash");
+}
+
+}  // namespace kv::refgpu

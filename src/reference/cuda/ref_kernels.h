@@ -1,0 +1,94 @@
+// ref_kernels.h — the GPU reference's float64 kernels (ref_kernels.cu), one launcher each.
+//
+// Written for this reference alone: no op of kernels/host or kernels/cuda is called, so a bug in
+// an engine kernel cannot hide here. They share with the engine only the model's definition
+// (kernels/model_math.cuh) and the storage dtypes' rounding (kernels/dtype.cuh), as the CPU
+// reference does. The file is compiled with -fmad=false: each product and sum is rounded on its
+// own, in the CPU reference's order wherever one thread owns a sum (projections, norms, the
+// recurrent state), so those values agree with the CPU's bit for bit; only the softmax (split
+// over threads) and exp/sin/pow (CUDA's libdevice, not glibc) differ, by a few ulps.
+//
+// A batch is a list of Rows (one position of one request); a request's history lives in its
+// slot (reference/cuda_layout.h), reached through a table of slot base pointers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/dtype.cuh"
+
+namespace kv::refgpu {
+
+struct Row {
+  int32_t slot = 0, pos = 0, token = 0;
+  int32_t hinted = 0;  // the engine's fp8 row of this position is in the hint buffer
+};
+
+// A run of consecutive batch rows of one request, in position order (the recurrent layers).
+struct Segment {
+  int32_t slot = 0, row0 = 0, count = 0;
+};
+
+// A range of 32-bit words to hash (protection of the reference's memory).
+struct HashRange {
+  const uint32_t* words = nullptr;
+  int64_t begin = 0, end = 0;
+};
+
+// Softmax attention of every (row, q head) over the positions [0, pos] of the row's slot,
+// in ref_math.h's form (v_a + sum p_t (v_t - v_a) / sum p_t around the first largest score).
+struct AttendArgs {
+  const Row* rows = nullptr;
+  int32_t num_rows = 0;
+  char* const* slots = nullptr;
+  int64_t k_off = 0, v_off = 0, k2_off = 0;  // byte offsets of K, V and the rope keys in a slot
+  int64_t k_row = 0, k_head = 0;   // K elements between positions / between K heads
+  int64_t v_row = 0, v_head = 0;
+  int64_t k2_row = 0;              // rope keys (float, one row per position shared by heads)
+  int32_t k2_dim = 0;              // 0: none (attention layers)
+  int32_t num_heads = 0, group = 1, dim = 0;
+  const double* q = nullptr;       // [row][q_row]: head h at h * dim
+  int64_t q_row = 0;
+  const double* q2 = nullptr;      // [row][q2_row]: head h at h * k2_dim
+  int64_t q2_row = 0;
+  double scale = 0.0;
+  double* out = nullptr;           // [row][out_row]: head h at h * dim
+  int64_t out_row = 0;
+};
+
+// y[n][r] = (bias[r]) + sum_c w[r][c] x[n][c], or y[n][r] += that without bias (accumulate).
+void matmul(cudaStream_t st, int32_t n, const double* x, int64_t cols, const float* w,
+            const float* bias, int64_t rows, double* y, bool accumulate);
+// h[n][i] = embed[token][i] + position_code(pos, i).
+void embed(cudaStream_t st, const Row* rows, int32_t n, const float* embed, int32_t hidden,
+           double* h);
+// x[n] = rms_norm(h[n]).
+void rms_norm(cudaStream_t st, int32_t n, const double* h, int32_t hidden, double* x);
+// dst(slot, pos)[i] = round_through_scaled(float(src[n][i]), dtype, scale): what the cache holds.
+void store_rounded(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
+                   int64_t dst_off, int64_t dst_row, const double* src, int64_t src_row,
+                   int32_t width, DType dtype, float scale);
+// dst(slot, pos)[i] = src[n][i] (doubles).
+void store_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t dst_off,
+                int64_t dst_row, const double* src, int64_t src_row, int32_t width);
+// MLA: kc / v (slot, pos)[h][d] = Wuk_h / Wuv_h [d] . c, c the slot's rounded latent row.
+void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t lat_off,
+                int32_t lat_dim, int64_t kc_off, int64_t v_off, const float* wuk, const float* wuv,
+                int32_t heads, int32_t dim, int32_t rank);
+void attend_attention(cudaStream_t st, const AttendArgs& a);  // float K and V
+void attend_mla(cudaStream_t st, const AttendArgs& a);        // double K and V, float rope keys
+// Gated linear attention over each segment's rows in order, state in the slot (state_off).
+void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, char* const* slots,
+                      int64_t state_off, const double* q, const double* k, const double* v,
+                      const double* gate, int32_t heads, int32_t dim, double scale, double* out);
+// o_in[n][j] = quant_fp8(o[n][j]) with the engine's near-tie settled (ref_sequence.h).
+void quantise(cudaStream_t st, const Row* rows, int32_t n, const double* o, int32_t width,
+              const float* hints, float scale, double tie_window, double* o_in);
+// dst[n][i] = src(slot, pos)[i] for rows (slot, pos) (doubles).
+void gather_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
+                 int64_t src_off, int64_t src_row, int32_t width, double* dst);
+// sums[i] = sum over words w of range i of mix(index, w): order-free, so the same on any grid.
+void hash_ranges(cudaStream_t st, const HashRange* ranges, int32_t n, unsigned long long* sums);
+
+}  // namespace kv::refgpu
