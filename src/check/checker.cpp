@@ -1,11 +1,13 @@
 #include "check/checker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "check/host_reference.h"
+#include "check/parallel_for.h"
 #include "check/reference_sample.h"
 #include "check/tolerances.h"
 
@@ -38,11 +40,26 @@ double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
   return std::sqrt(num) / std::max({std::sqrt(den), floor, 1e-30});
 }
 
+double row_floor(const double* want, int32_t H, int32_t D) {
+  return want ? kRowNormFloor * l2(want, H * D) / std::sqrt(static_cast<double>(H)) : 0.0;
+}
+
+// Per head of one token's output: the relative L2 error against `want` (0 without a reference
+// to compare with), or NaN where the output is not finite. Pure arithmetic: rows in parallel.
+void measure_row(const float* got, const double* want, int32_t H, int32_t D, double* err) {
+  const double floor = row_floor(want, H, D);
+  for (int32_t h = 0; h < H; ++h) {
+    const float* g = got + h * D;
+    err[h] = !all_finite(g, D) ? NAN : want ? rel_l2(g, want + h * D, D, floor) : 0.0;
+  }
+}
+
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
                  std::unique_ptr<StepReference> reference)
-    : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)) {}
+    : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)),
+      workers_(default_worker_count()) {}
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
     : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32),
@@ -86,20 +103,17 @@ void Checker::record_nonfinite(const Where& w, const char* what) {
   if (s_.checks.nonfinite) fail(w, CheckKind::nonfinite, NAN, 0.0, what);
 }
 
-void Checker::check_attention(const Where& w, const float* got, const double* want) {
+void Checker::check_attention(const Where& w, const double* want, const double* errs) {
   const int32_t D = s_.model.head_dim, H = s_.model.num_q_heads;
-  const double floor =
-      want ? kRowNormFloor * l2(want, H * D) / std::sqrt(static_cast<double>(H)) : 0.0;
   for (int32_t h = 0; h < H; ++h) {
     Where wh = w;
     wh.head = h;
-    const float* g = got + h * D;
-    if (!all_finite(g, D)) {
+    if (std::isnan(errs[h])) {
       record_nonfinite(wh, "attention output is not finite");
       continue;
     }
     if (!want) continue;  // outside the reference sample: nothing to compare with
-    const double err = rel_l2(g, want + h * D, D, floor);
+    const double err = errs[h];
     if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
     double& site_max = stats_.site_max_rel_error[static_cast<size_t>(w.site)];
     if (!std::isnan(site_max)) site_max = std::max(site_max, err);
@@ -107,7 +121,7 @@ void Checker::check_attention(const Where& w, const float* got, const double* wa
     if (s_.checks.drift && !(err <= tol))
       fail(wh, CheckKind::drift, err, tol,
            fmt::format("relative L2 error {:.3g} > tolerance {:.3g} (|ref| = {:.3g}, floor {:.3g})",
-                       err, tol, l2(want + h * D, D), floor));
+                       err, tol, l2(want + h * D, D), row_floor(want, H, D)));
   }
 }
 
@@ -169,7 +183,10 @@ std::vector<int64_t> Checker::extend_references(const StepPlan& plan, const Step
     jobs_of[j] = static_cast<int64_t>(jobs.size());
     jobs.push_back(std::move(job));
   }
+  const auto t0 = std::chrono::steady_clock::now();
   ref_->run(jobs, out.quant_out, interrupt_);
+  stats_.reference_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return jobs_of;
 }
 
@@ -183,18 +200,38 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
       for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
         visit(j, static_cast<size_t>(plan.chunk_first_row[j] + i), plan.chunks[j].start + i);
   };
+  auto want = [&](size_t j, int32_t pos, size_t l) {
+    return jobs[j] < 0 ? nullptr
+                       : ref_->attn_out(static_cast<size_t>(jobs[j]), pos, static_cast<int32_t>(l));
+  };
+  // The errors of every (layer, row, head) first, rows in parallel; then the verdicts, serially.
+  struct RowAt {
+    size_t chunk, row;
+    int32_t pos;
+  };
+  std::vector<RowAt> rows;
+  for_each_row([&](size_t j, size_t row, int32_t pos) { rows.push_back({j, row, pos}); });
+  const int32_t H = s_.model.num_q_heads, D = s_.model.head_dim;
+  const size_t layers = out.attn_out.size(), per_layer = rows.size() * static_cast<size_t>(H);
+  std::vector<double> errs(layers * per_layer);
+  constexpr size_t kRowsPerJob = 64;
+  parallel_for((rows.size() + kRowsPerJob - 1) / kRowsPerJob, workers_, [&](size_t b) {
+    for (size_t k = b * kRowsPerJob; k < std::min(rows.size(), (b + 1) * kRowsPerJob); ++k)
+      for (size_t l = 0; l < layers; ++l)
+        measure_row(out.attn_out[l].data() + rows[k].row * q_dim, want(rows[k].chunk, rows[k].pos, l),
+                    H, D, &errs[l * per_layer + k * static_cast<size_t>(H)]);
+  });
   // In the order the ops ran, so that the first failure names the op that produced it: layer by
   // layer, the attention output of every row, then the batch-wide fp8 op over every row.
   for (size_t l = 0; l < out.attn_out.size(); ++l) {
     const int32_t layer = static_cast<int32_t>(l);
-    for_each_row([&](size_t j, size_t row, int32_t pos) {
-      const ScheduledChunk& c = plan.chunks[j];
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const ScheduledChunk& c = plan.chunks[rows[k].chunk];
       const CheckSite site = mixer_site(s_.model.layers[l], c.is_decode, c.start > 0);
-      check_attention({step, c.request_id, pos, layer, -1, site, padded},
-                      out.attn_out[l].data() + row * q_dim,
-                      jobs[j] < 0 ? nullptr
-                                  : ref_->attn_out(static_cast<size_t>(jobs[j]), pos, layer));
-    });
+      check_attention({step, c.request_id, rows[k].pos, layer, -1, site, padded},
+                      want(rows[k].chunk, rows[k].pos, l),
+                      &errs[l * per_layer + k * static_cast<size_t>(H)]);
+    }
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
     for_each_row([&](size_t j, size_t row, int32_t pos) {
       check_quantised({step, plan.chunks[j].request_id, pos, layer, -1, CheckSite::fp8_output,

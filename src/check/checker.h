@@ -74,8 +74,8 @@ class Checker {
   void fail(const Where& w, CheckKind check, double value, double tol, std::string detail);
   void record_nonfinite(const Where& w, const char* what);
   // `want` is null and `job` -1 for a request outside the sample: then only non-finite values
-  // and NaN logits are checked.
-  void check_attention(const Where& w, const float* got, const double* want);
+  // and NaN logits are checked. errs: per head, the row's error (NaN: not finite; measure_row).
+  void check_attention(const Where& w, const double* want, const double* errs);
   void check_quantised(const Where& w, const float* got);
   void check_token(const Where& w, int32_t token, const Request& r, int64_t job);
 
@@ -83,6 +83,7 @@ class Checker {
   const ModelWeights& w_;
   SiteTolerances tol_;
   std::unique_ptr<StepReference> ref_;
+  unsigned workers_;  // threads measuring a step's rows
   int32_t epoch_ = 0;
   std::vector<uint8_t> checked_;              // per request: in this epoch's reference sample
   std::vector<uint8_t> request_bad_;

@@ -62,6 +62,7 @@ json to_json(const EpochStats& e) {
       {"peak_cached_tokens", e.peak_cached_tokens},
       {"seconds", json_number(e.seconds)},
       {"check_seconds", json_number(e.check_seconds)},
+      {"reference_seconds", json_number(e.reference_seconds)},
       {"forward_seconds", json_number(e.forward_seconds)},
       {"zero_init_seconds", json_number(e.zero_init_seconds)},
   };

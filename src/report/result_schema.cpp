@@ -109,6 +109,9 @@ Json epoch_schema() {
       {"peak_cached_tokens", integer(0)},
       {"seconds", number()},
       {"check_seconds", described("Of which the reference and the checks.", number())},
+      {"reference_seconds",
+       described("Of check_seconds: computing the float64 reference (the rest: comparisons).",
+                 number())},
       {"forward_seconds", described("Of which the model's steps on the device.", number())},
       {"zero_init_seconds", described("The zero-init mitigation's memsets; 0 when off.", number())},
   });

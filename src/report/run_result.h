@@ -70,6 +70,7 @@ struct EpochStats : EpochCounters {
   std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // of which spent in the reference and checks
+  double reference_seconds = 0.0;           // of check_seconds: computing the reference
 };
 
 // What a backend plugin ran of the scenario (`kvcheck run --backend`).

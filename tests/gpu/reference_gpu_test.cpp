@@ -140,7 +140,7 @@ TEST_P(ReferenceGpu, AgreesWithTheCpuReference) {
         }
     }
   }
-  EXPECT_GT(rows, 1000);
+  EXPECT_GT(rows, 400);  // every shape compares hundreds of rows at least
   std::printf("%s: %lld rows, worst rel diff %.3g, logits %.3g, %lld device bytes\n", c.name,
               static_cast<long long>(rows), worst, worst_logits,
               static_cast<long long>(gpu->peak_device_bytes()));

@@ -3,11 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "device/cuda/cuda_check.h"
 #include "reference/cuda/ref_kernels.h"
@@ -111,6 +113,9 @@ class CudaReference : public StepReference {
  public:
   CudaReference(const Scenario& s, const ModelWeights& w);
   ~CudaReference() override {
+    spdlog::debug("GPU reference: {} steps, {} rows; verify {:.3f} s, compute {:.3f} s, hash "
+                  "{:.3f} s, outputs {:.3f} s; peak {} bytes",
+                  steps_, rows_total_, t_verify_, t_compute_, t_hash_, t_out_, peak_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -165,6 +170,9 @@ class CudaReference : public StepReference {
   DevMem out_rows_, out_dev_, logit_rows_, logits_dev_, ranges_, sums_;
   PinnedMem out_rows_host_, out_host_, logits_host_, ranges_host_, sums_host_;
   const StepQuantRows* quant_ = nullptr;
+  // Where the time goes (logged at -v when the reference goes).
+  int64_t steps_ = 0, rows_total_ = 0;
+  double t_verify_ = 0, t_compute_ = 0, t_hash_ = 0, t_out_ = 0;
 
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<int32_t, int32_t> slot_of_;  // request -> slot
@@ -360,7 +368,14 @@ void CudaReference::verify() {
 void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
                         const std::function<void()>& interrupt) {
   quant_ = &quant;
+  auto lap = [t = std::chrono::steady_clock::now()](double& into) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
+  ++steps_;
   verify();
+  lap(t_verify_);
   // Slots of this step's requests, and their lengths before it (for the appended hashes).
   std::vector<Slot*> job_slot(jobs.size());
   std::vector<std::pair<Slot*, int32_t>> touched;
@@ -398,6 +413,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
       }
     }
     compute_batch(rows, segs);
+    rows_total_ += static_cast<int64_t>(rows.size());
     rows.clear();
     segs.clear();
     hint_src.clear();
@@ -421,6 +437,8 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     sl.length = job.end;
   }
   flush();
+  sync();
+  lap(t_compute_);
 
   // Hash what this step wrote: the appended rows of each part, a recurrent state whole.
   std::vector<refgpu::HashRange> ranges;
@@ -445,7 +463,9 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     else
       sl->hashes[p] += sums[i];
   }
+  lap(t_hash_);
   write_outputs(jobs);
+  lap(t_out_);
 }
 
 void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs) {
@@ -466,6 +486,8 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
          *k = k_.as<double>(), *v = v_.as<double>(), *o = o_.as<double>(),
          *o_in = o_in_.as<double>();
 
+  int32_t max_len = 0;
+  for (const Row& r : rows) max_len = std::max(max_len, r.pos + 1);
   refgpu::embed(st, R, n, embed_, hid, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerDev& d = layers_[l];
@@ -497,7 +519,7 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
         a.scale = static_cast<double>(w_.softmax_scale);
         a.out = o;
         a.out_row = qd;
-        refgpu::attend_attention(st, a);
+        refgpu::attend_attention(st, a, max_len);
         break;
       }
       case LayerKind::mla: {
@@ -529,7 +551,7 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
         a.scale = static_cast<double>(w_.mla_softmax_scale);
         a.out = o;
         a.out_row = qd;
-        refgpu::attend_mla(st, a);
+        refgpu::attend_mla(st, a, max_len);
         break;
       }
       case LayerKind::linear:

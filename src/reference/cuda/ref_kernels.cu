@@ -110,6 +110,116 @@ __global__ void mla_expand_kernel(const Row* rows, int32_t n, char* const* slots
   reinterpret_cast<double*>(slot + v_off)[r.pos * q_dim + e] = sv;
 }
 
+__device__ double warp_sum(double v) {  // the same tree on every lane: a deterministic sum
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// One block per (K/V head, row), for the `group` query heads that share it, with every score of
+// the row in shared memory: a warp computes one position's scores at a time (its lanes over the
+// features: coalesced reads of K), a warp per head then finds the first largest score and turns
+// the scores into weights p_t = exp(s_t - s_a) and their sum, and the threads accumulate
+// sum p_t (v_t - v_a) over the features (over position groups too when the features are few).
+// Used when the scores fit in shared memory (attend_smem_bytes); attend_kernel otherwise.
+template <class KT, class VT>
+__global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
+  extern __shared__ double smem[];
+  const int kvh = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
+  const int G = a.group, qd = a.dim + a.k2_dim;
+  const int lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+  const Row r = a.rows[n];
+  const int len = r.pos + 1;
+  double* qs = smem;                 // [G][qd]
+  double* sc = qs + G * qd;          // [G][len_cap]: scores, then weights
+  double* den = sc + G * len_cap;    // [G]
+  int* at = reinterpret_cast<int*>(den + G);  // [G]
+  double* red = den + 2 * G;         // [blockDim.x]: the final reduction
+  for (int i = tid; i < G * qd; i += blockDim.x) {
+    const int g = i / qd, e = i % qd;
+    const int64_t h = static_cast<int64_t>(kvh) * G + g;
+    qs[i] = e < a.dim ? a.q[n * a.q_row + h * a.dim + e]
+                      : a.q2[n * a.q2_row + h * a.k2_dim + (e - a.dim)];
+  }
+  __syncthreads();
+  const char* slot = a.slots[r.slot];
+  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
+  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
+  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+  for (int t = warp; t < len; t += warps) {
+    const KT* kt = K + t * a.k_row;
+    const float* kr = K2 + t * a.k2_row;
+    for (int g = 0; g < G; ++g) {
+      double part = 0.0;
+      for (int e = lane; e < qd; e += 32)
+        part += qs[g * qd + e] *
+                (e < a.dim ? static_cast<double>(kt[e]) : static_cast<double>(kr[e - a.dim]));
+      part = warp_sum(part);
+      if (lane == 0) sc[g * len_cap + t] = part * a.scale;
+    }
+  }
+  __syncthreads();
+  for (int g = warp; g < G; g += warps) {
+    double* s = sc + g * len_cap;
+    double best = -INFINITY;
+    int best_t = INT_MAX;
+    for (int t = lane; t < len; t += 32)
+      if (s[t] > best) {
+        best = s[t];
+        best_t = t;
+      }
+    for (int off = 16; off > 0; off /= 2) {
+      const double o = __shfl_xor_sync(0xffffffffu, best, off);
+      const int ot = __shfl_xor_sync(0xffffffffu, best_t, off);
+      if (o > best || (o == best && ot < best_t)) {
+        best = o;
+        best_t = ot;
+      }
+    }
+    double sum = 0.0;
+    for (int t = lane; t < len; t += 32) {
+      const double p = exp(s[t] - best);
+      s[t] = p;
+      sum += p;
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) {
+      den[g] = sum;
+      at[g] = best_t;
+    }
+  }
+  __syncthreads();
+  // Outputs o = (g, d): G * dim of them; `split` threads per output when they are few.
+  const int outs = G * a.dim;
+  const int split = outs >= static_cast<int>(blockDim.x) ? 1 : blockDim.x / outs;
+  double* out_row = a.out + n * a.out_row + static_cast<int64_t>(kvh) * G * a.dim;
+  for (int o0 = 0; o0 < outs; o0 += blockDim.x / split) {
+    const int o = o0 + tid % (blockDim.x / split), part = tid / (blockDim.x / split);
+    double acc = 0.0;
+    const bool mine = o < outs && part < split;
+    if (mine) {
+      const int g = o / a.dim, d = o % a.dim;
+      const double* p = sc + g * len_cap;
+      const double va = static_cast<double>(V[at[g] * a.v_row + d]);
+      for (int t = part; t < len; t += split)
+        acc += p[t] * (static_cast<double>(V[t * a.v_row + d]) - va);
+    }
+    if (split > 1) {
+      red[tid] = acc;
+      __syncthreads();
+      if (part == 0 && o < outs) {
+        double sum = 0.0;
+        for (int k = 0; k < split; ++k) sum += red[k * (blockDim.x / split) + tid];
+        acc = sum;
+      }
+      __syncthreads();
+    }
+    if (mine && part == 0) {
+      const int g = o / a.dim, d = o % a.dim;
+      out_row[o] = static_cast<double>(V[at[g] * a.v_row + d]) + acc / den[g];
+    }
+  }
+}
+
 // One block per (head, row). Pass 1 finds the first largest score; pass 2 recomputes the scores
 // a tile at a time, turns them into weights p_t = exp(s_t - s_a) and accumulates
 // sum p_t (v_t - v_a) — over the tile's positions by groups of threads when dim is small.
@@ -328,21 +438,42 @@ void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
   launched("reference mla_expand");
 }
 
+constexpr int kSharedThreads = 256;
+constexpr size_t kSharedLimit = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
+
+size_t attend_smem_bytes(const AttendArgs& a, int len_cap) {
+  const size_t G = static_cast<size_t>(a.group);
+  return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads);
+}
+
 template <class KT, class VT>
-static void attend(cudaStream_t st, const AttendArgs& a, const char* what) {
+static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const char* what) {
   if (a.num_rows == 0) return;
   if (a.dim > kThreads * kMaxAcc)
     throw DeviceError(std::string(what) + ": head dim above the GPU reference's 1024");
-  attend_kernel<KT, VT><<<dim3(a.num_heads, a.num_rows), kThreads, 0, st>>>(a);
+  const size_t smem = attend_smem_bytes(a, max_len);
+  if (smem <= kSharedLimit) {
+    static bool opted_in = false;  // per instantiation
+    if (!opted_in) {
+      KV_CUDA_CHECK(what, cudaFuncSetAttribute(attend_shared_kernel<KT, VT>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kSharedLimit)));
+      opted_in = true;
+    }
+    attend_shared_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_rows), kSharedThreads, smem,
+                                   st>>>(a, max_len);
+  } else {
+    attend_kernel<KT, VT><<<dim3(a.num_heads, a.num_rows), kThreads, 0, st>>>(a);
+  }
   launched(what);
 }
 
-void attend_attention(cudaStream_t st, const AttendArgs& a) {
-  attend<float, float>(st, a, "reference attention");
+void attend_attention(cudaStream_t st, const AttendArgs& a, int32_t max_len) {
+  attend<float, float>(st, a, max_len, "reference attention");
 }
 
-void attend_mla(cudaStream_t st, const AttendArgs& a) {
-  attend<double, double>(st, a, "reference mla attention");
+void attend_mla(cudaStream_t st, const AttendArgs& a, int32_t max_len) {
+  attend<double, double>(st, a, max_len, "reference mla attention");
 }
 
 void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, char* const* slots,

@@ -76,8 +76,9 @@ void store_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
 void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t lat_off,
                 int32_t lat_dim, int64_t kc_off, int64_t v_off, const float* wuk, const float* wuv,
                 int32_t heads, int32_t dim, int32_t rank);
-void attend_attention(cudaStream_t st, const AttendArgs& a);  // float K and V
-void attend_mla(cudaStream_t st, const AttendArgs& a);        // double K and V, float rope keys
+// max_len: the longest row's positions (pos + 1) in the batch.
+void attend_attention(cudaStream_t st, const AttendArgs& a, int32_t max_len);  // float K and V
+void attend_mla(cudaStream_t st, const AttendArgs& a, int32_t max_len);  // double K/V, float rope
 // Gated linear attention over each segment's rows in order, state in the slot (state_off).
 void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, char* const* slots,
                       int64_t state_off, const double* q, const double* k, const double* v,
