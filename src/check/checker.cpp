@@ -125,11 +125,6 @@ void Checker::check_attention(const Where& w, const double* want, const double* 
   }
 }
 
-void Checker::check_quantised(const Where& w, const float* got) {
-  if (!all_finite(got, s_.model.num_q_heads * s_.model.head_dim))
-    record_nonfinite(w, "fp8 quantised attention output is not finite");
-}
-
 void Checker::check_token(const Where& w, int32_t token, const Request& r, int64_t job) {
   if (token < 0) {  // argmax saw a NaN logit
     record_nonfinite(w, "logits are not finite");
@@ -195,14 +190,10 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
   const std::vector<int64_t> jobs = extend_references(plan, out, sched);
-  auto for_each_row = [&](auto&& visit) {  // visit(chunk index, row, position)
-    for (size_t j = 0; j < plan.chunks.size(); ++j)
-      for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
-        visit(j, static_cast<size_t>(plan.chunk_first_row[j] + i), plan.chunks[j].start + i);
-  };
   auto want = [&](size_t j, int32_t pos, size_t l) {
-    return jobs[j] < 0 ? nullptr
-                       : ref_->attn_out(static_cast<size_t>(jobs[j]), pos, static_cast<int32_t>(l));
+    return jobs[j] < 0
+               ? nullptr
+               : ref_->attn_out(static_cast<size_t>(jobs[j]), pos, static_cast<int32_t>(l));
   };
   // The errors of every (layer, row, head) first, rows in parallel; then the verdicts, serially.
   struct RowAt {
@@ -210,16 +201,25 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
     int32_t pos;
   };
   std::vector<RowAt> rows;
-  for_each_row([&](size_t j, size_t row, int32_t pos) { rows.push_back({j, row, pos}); });
+  for (size_t j = 0; j < plan.chunks.size(); ++j)
+    for (int32_t i = 0; i < plan.chunks[j].num_tokens; ++i)
+      rows.push_back(
+          {j, static_cast<size_t>(plan.chunk_first_row[j] + i), plan.chunks[j].start + i});
   const int32_t H = s_.model.num_q_heads, D = s_.model.head_dim;
   const size_t layers = out.attn_out.size(), per_layer = rows.size() * static_cast<size_t>(H);
   std::vector<double> errs(layers * per_layer);
+  std::vector<uint8_t> quant_finite(layers * rows.size(), 1);  // the fp8 op's rows
   constexpr size_t kRowsPerJob = 64;
   parallel_for((rows.size() + kRowsPerJob - 1) / kRowsPerJob, workers_, [&](size_t b) {
     for (size_t k = b * kRowsPerJob; k < std::min(rows.size(), (b + 1) * kRowsPerJob); ++k)
-      for (size_t l = 0; l < layers; ++l)
-        measure_row(out.attn_out[l].data() + rows[k].row * q_dim, want(rows[k].chunk, rows[k].pos, l),
-                    H, D, &errs[l * per_layer + k * static_cast<size_t>(H)]);
+      for (size_t l = 0; l < layers; ++l) {
+        measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
+                    want(rows[k].chunk, rows[k].pos, l), H, D,
+                    &errs[l * per_layer + k * static_cast<size_t>(H)]);
+        if (!out.quant_out[l].empty())
+          quant_finite[l * rows.size() + k] =
+              all_finite(out.quant_out[l].data() + rows[k].row * q_dim, H * D) ? 1 : 0;
+      }
   });
   // In the order the ops ran, so that the first failure names the op that produced it: layer by
   // layer, the attention output of every row, then the batch-wide fp8 op over every row.
@@ -233,11 +233,11 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
                       &errs[l * per_layer + k * static_cast<size_t>(H)]);
     }
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
-    for_each_row([&](size_t j, size_t row, int32_t pos) {
-      check_quantised({step, plan.chunks[j].request_id, pos, layer, -1, CheckSite::fp8_output,
-                       padded},
-                      out.quant_out[l].data() + row * q_dim);
-    });
+    for (size_t k = 0; k < rows.size(); ++k)
+      if (!quant_finite[l * rows.size() + k])
+        record_nonfinite({step, plan.chunks[rows[k].chunk].request_id, rows[k].pos, layer, -1,
+                          CheckSite::fp8_output, padded},
+                         "fp8 quantised attention output is not finite");
   }
   for (size_t j = 0; j < plan.chunks.size(); ++j) {
     const ScheduledChunk& c = plan.chunks[j];

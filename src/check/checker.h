@@ -76,7 +76,6 @@ class Checker {
   // `want` is null and `job` -1 for a request outside the sample: then only non-finite values
   // and NaN logits are checked. errs: per head, the row's error (NaN: not finite; measure_row).
   void check_attention(const Where& w, const double* want, const double* errs);
-  void check_quantised(const Where& w, const float* got);
   void check_token(const Where& w, int32_t token, const Request& r, int64_t job);
 
   const Scenario& s_;

@@ -21,7 +21,9 @@ double diff(const double* a, const double* b, int32_t n) {
 }
 
 // NaN stays NaN through std::max only when it comes first: keep it.
-void raise(double& max, double v) { max = std::isnan(v) || std::isnan(max) ? NAN : std::max(max, v); }
+void raise(double& max, double v) {
+  max = std::isnan(v) || std::isnan(max) ? NAN : std::max(max, v);
+}
 
 }  // namespace
 

@@ -98,8 +98,9 @@ int64_t cuda_reference_bytes(const Scenario& s, ReferenceMode mode) {
   if (mode == ReferenceMode::automatic)
     throw std::logic_error("cuda_reference_bytes: resolve checks.reference first");
   const int64_t requests = s.workload.num_requests;
-  const int64_t checked =
-      mode == ReferenceMode::full ? requests : std::min<int64_t>(requests, s.checks.sampled_requests);
+  const int64_t checked = mode == ReferenceMode::full
+                              ? requests
+                              : std::min<int64_t>(requests, s.checks.sampled_requests);
   // A request's history lives from its first checked chunk to its end: at most the running ones
   // (a new request starts only when every preempted one runs again; check/run_cost.h).
   const int64_t live = std::min<int64_t>(s.engine.max_running_requests, checked);

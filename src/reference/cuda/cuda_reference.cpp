@@ -588,7 +588,8 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
     const int32_t slot = slot_of_.at(jobs[j].request);
     job_out_row_[j] = static_cast<int64_t>(out_rows.size());
     job_start_[j] = jobs[j].start;
-    for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos) out_rows.push_back({slot, pos, 0, 0});
+    for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos)
+      out_rows.push_back({slot, pos, 0, 0});
     if (jobs[j].logits) {
       job_logits_row_[j] = static_cast<int64_t>(logit_rows.size());
       logit_rows.push_back({slot, jobs[j].end - 1, 0, 0});

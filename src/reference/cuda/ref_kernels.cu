@@ -21,19 +21,40 @@ unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
+// A tile of kMmOut outputs x kMmRows rows per block, the columns in chunks of kMmK through shared
+// memory (coalesced loads of W and x). Each thread owns one output and adds its products in
+// column order, as the CPU reference's matvec does: the same value, bit for bit.
+constexpr int kMmOut = 32, kMmRows = 8, kMmK = 32;
+
 __global__ void matmul_kernel(int32_t n, const double* x, int64_t cols, const float* w,
                               const float* bias, int64_t rows, double* y, bool accumulate) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n * rows) return;
-  const int64_t row = i / rows, r = i % rows;
-  const float* wr = w + r * cols;
-  const double* xr = x + row * cols;
-  double s = bias ? static_cast<double>(bias[r]) : 0.0;
-  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(wr[c]) * xr[c];
+  __shared__ float ws[kMmOut][kMmK + 1];
+  __shared__ double xs[kMmRows][kMmK];
+  const int tr = threadIdx.x, tn = threadIdx.y, tid = tn * kMmOut + tr;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kMmOut + tr;
+  const int64_t row = static_cast<int64_t>(blockIdx.y) * kMmRows + tn;
+  double s = bias && r < rows ? static_cast<double>(bias[r]) : 0.0;
+  for (int64_t c0 = 0; c0 < cols; c0 += kMmK) {
+    for (int i = tid; i < kMmOut * kMmK; i += kMmOut * kMmRows) {
+      const int o = i / kMmK, k = i % kMmK;
+      const int64_t wr = static_cast<int64_t>(blockIdx.x) * kMmOut + o;
+      ws[o][k] = wr < rows && c0 + k < cols ? w[wr * cols + c0 + k] : 0.0f;
+    }
+    {
+      const int rn = tid / kMmK, k = tid % kMmK;  // kMmRows * kMmK threads load x
+      const int64_t xr = static_cast<int64_t>(blockIdx.y) * kMmRows + rn;
+      xs[rn][k] = xr < n && c0 + k < cols ? x[xr * cols + c0 + k] : 0.0;
+    }
+    __syncthreads();
+    const int kn = static_cast<int>(cols - c0 < kMmK ? cols - c0 : kMmK);
+    for (int k = 0; k < kn; ++k) s += static_cast<double>(ws[tr][k]) * xs[tn][k];
+    __syncthreads();
+  }
+  if (r >= rows || row >= n) return;
   if (accumulate)
-    y[i] += s;
+    y[row * rows + r] += s;
   else
-    y[i] = s;
+    y[row * rows + r] = s;
 }
 
 __global__ void embed_kernel(const Row* rows, int32_t n, const float* embed, int32_t hidden,
@@ -122,7 +143,7 @@ __device__ double warp_sum(double v) {  // the same tree on every lane: a determ
 // sum p_t (v_t - v_a) over the features (over position groups too when the features are few).
 // Used when the scores fit in shared memory (attend_smem_bytes); attend_kernel otherwise.
 template <class KT, class VT>
-__global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
+__global__ void attend_shared_kernel(AttendArgs a, int len_cap, bool tiled) {
   extern __shared__ double smem[];
   const int kvh = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
   const int G = a.group, qd = a.dim + a.k2_dim;
@@ -134,6 +155,9 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
   double* den = sc + G * len_cap;    // [G]
   int* at = reinterpret_cast<int*>(den + G);  // [G]
   double* red = den + 2 * G;         // [blockDim.x]: the final reduction
+  // tiled: K of blockDim.x positions at a time, rows padded by one element (no bank conflicts)
+  KT* ktile = reinterpret_cast<KT*>(red + blockDim.x);          // [blockDim.x][dim + 1]
+  float* k2tile = reinterpret_cast<float*>(ktile + blockDim.x * (a.dim + 1));  // [..][k2_dim + 1]
   for (int i = tid; i < G * qd; i += blockDim.x) {
     const int g = i / qd, e = i % qd;
     const int64_t h = static_cast<int64_t>(kvh) * G + g;
@@ -145,19 +169,48 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
   const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
   const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
   const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
-  for (int t = warp; t < len; t += warps) {
-    const KT* kt = K + t * a.k_row;
-    const float* kr = K2 + t * a.k2_row;
-    for (int g = 0; g < G; ++g) {
-      double part = 0.0;
-      for (int e = lane; e < qd; e += 32)
-        part += qs[g * qd + e] *
-                (e < a.dim ? static_cast<double>(kt[e]) : static_cast<double>(kr[e - a.dim]));
-      part = warp_sum(part);
-      if (lane == 0) sc[g * len_cap + t] = part * a.scale;
+  if (tiled) {
+    // A thread per position of the tile, its dot products in feature order (the CPU's order).
+    const int T = blockDim.x;
+    for (int t0 = 0; t0 < len; t0 += T) {
+      const int count = min(T, len - t0);
+      for (int i = tid; i < count * a.dim; i += T) {
+        const int tt = i / a.dim, d = i % a.dim;
+        ktile[tt * (a.dim + 1) + d] = K[(t0 + tt) * a.k_row + d];
+      }
+      for (int i = tid; i < count * a.k2_dim; i += T) {
+        const int tt = i / a.k2_dim, p = i % a.k2_dim;
+        k2tile[tt * (a.k2_dim + 1) + p] = K2[(t0 + tt) * a.k2_row + p];
+      }
+      __syncthreads();
+      if (tid < count) {
+        const KT* kt = ktile + tid * (a.dim + 1);
+        const float* kr = k2tile + tid * (a.k2_dim + 1);
+        for (int g = 0; g < G; ++g) {
+          const double* qg = qs + g * qd;
+          double dot = 0.0;
+          for (int d = 0; d < a.dim; ++d) dot += qg[d] * static_cast<double>(kt[d]);
+          for (int p = 0; p < a.k2_dim; ++p) dot += qg[a.dim + p] * static_cast<double>(kr[p]);
+          sc[g * len_cap + t0 + tid] = dot * a.scale;
+        }
+      }
+      __syncthreads();
     }
+  } else {
+    for (int t = warp; t < len; t += warps) {
+      const KT* kt = K + t * a.k_row;
+      const float* kr = K2 + t * a.k2_row;
+      for (int g = 0; g < G; ++g) {
+        double part = 0.0;
+        for (int e = lane; e < qd; e += 32)
+          part += qs[g * qd + e] *
+                  (e < a.dim ? static_cast<double>(kt[e]) : static_cast<double>(kr[e - a.dim]));
+        part = warp_sum(part);
+        if (lane == 0) sc[g * len_cap + t] = part * a.scale;
+      }
+    }
+    __syncthreads();
   }
-  __syncthreads();
   for (int g = warp; g < G; g += warps) {
     double* s = sc + g * len_cap;
     double best = -INFINITY;
@@ -363,11 +416,9 @@ __global__ void quantise_kernel(const Row* rows, int32_t n, const double* o, int
   o_in[i] = pick;
 }
 
-__device__ unsigned long long mix(unsigned long long x) {  // splitmix64's finaliser
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+__device__ unsigned long long mix(unsigned long long x) {  // one multiply, one xor-shift
+  x *= 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 29);
 }
 
 __global__ void hash_kernel(const HashRange* ranges, unsigned long long* sums) {
@@ -386,8 +437,9 @@ __global__ void hash_kernel(const HashRange* ranges, unsigned long long* sums) {
 void matmul(cudaStream_t st, int32_t n, const double* x, int64_t cols, const float* w,
             const float* bias, int64_t rows, double* y, bool accumulate) {
   if (n == 0 || rows == 0) return;
-  matmul_kernel<<<blocks_for(n * rows, 256), 256, 0, st>>>(n, x, cols, w, bias, rows, y,
-                                                          accumulate);
+  static_assert(kMmRows * kMmK == kMmOut * kMmRows, "one x element per thread per chunk");
+  const dim3 grid(blocks_for(rows, kMmOut), blocks_for(n, kMmRows));
+  matmul_kernel<<<grid, dim3(kMmOut, kMmRows), 0, st>>>(n, x, cols, w, bias, rows, y, accumulate);
   launched("reference matmul");
 }
 
@@ -441,9 +493,10 @@ void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
 constexpr int kSharedThreads = 256;
 constexpr size_t kSharedLimit = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
 
-size_t attend_smem_bytes(const AttendArgs& a, int len_cap) {
+size_t attend_smem_bytes(const AttendArgs& a, int len_cap, bool tiled, size_t k_bytes) {
   const size_t G = static_cast<size_t>(a.group);
-  return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads);
+  const size_t tile = tiled ? kSharedThreads * ((a.dim + 1) * k_bytes + (a.k2_dim + 1) * 4) : 0;
+  return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads) + tile;
 }
 
 template <class KT, class VT>
@@ -451,7 +504,8 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
   if (a.num_rows == 0) return;
   if (a.dim > kThreads * kMaxAcc)
     throw DeviceError(std::string(what) + ": head dim above the GPU reference's 1024");
-  const size_t smem = attend_smem_bytes(a, max_len);
+  const bool tiled = attend_smem_bytes(a, max_len, true, sizeof(KT)) <= kSharedLimit;
+  const size_t smem = attend_smem_bytes(a, max_len, tiled, sizeof(KT));
   if (smem <= kSharedLimit) {
     static bool opted_in = false;  // per instantiation
     if (!opted_in) {
@@ -461,7 +515,7 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
       opted_in = true;
     }
     attend_shared_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_rows), kSharedThreads, smem,
-                                   st>>>(a, max_len);
+                                   st>>>(a, max_len, tiled);
   } else {
     attend_kernel<KT, VT><<<dim3(a.num_heads, a.num_rows), kThreads, 0, st>>>(a);
   }
