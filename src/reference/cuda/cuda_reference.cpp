@@ -166,6 +166,9 @@ class CudaReference : public StepReference {
   // Batch scratch.
   DevMem h_, x_, q_, q_rope_, k_, v_, gate_, o_, o_in_, hints_, rows_, segs_, slot_table_;
   PinnedMem rows_host_, hints_host_, segs_host_;
+  // The batch's query groups for the grouped attention kernel, per layer kind (attention, mla).
+  DevMem groups_[2];
+  PinnedMem groups_host_[2];
   // Per step: outputs and logits.
   DevMem out_rows_, out_dev_, logit_rows_, logits_dev_, ranges_, sums_;
   PinnedMem out_rows_host_, out_host_, logits_host_, ranges_host_, sums_host_;
@@ -236,6 +239,10 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
   hints_.reserve(N * L_ * q_dim_ * 4, "the engine's fp8 rows", held_);
   rows_.reserve(N * sizeof(Row), "rows", held_);
   segs_.reserve(N * sizeof(Segment), "segments", held_);
+  for (int k = 0; k < 2; ++k) {
+    groups_[k].reserve(N * sizeof(refgpu::QueryGroup), "query groups", held_);
+    groups_host_[k].reserve(N * sizeof(refgpu::QueryGroup));
+  }
   rows_host_.reserve(N * sizeof(Row));
   segs_host_.reserve(N * sizeof(Segment));
   hints_host_.reserve(N * L_ * q_dim_ * 4);
@@ -488,6 +495,28 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
 
   int32_t max_len = 0;
   for (const Row& r : rows) max_len = std::max(max_len, r.pos + 1);
+  // Consecutive positions of one request, at most `tile` of them, share an attention block.
+  // Made once per batch and layer kind (every layer of a kind has the same shape).
+  int32_t groups_made[2] = {-1, -1};
+  auto group = [&](refgpu::AttendArgs& a, int kind) {
+    const int32_t tile = refgpu::attend_query_tile(a);
+    if (tile <= 0) return;  // too wide for the grouped kernel: a block per row
+    a.groups = groups_[kind].as<refgpu::QueryGroup>();
+    if (groups_made[kind] >= 0) {
+      a.num_groups = groups_made[kind];
+      return;
+    }
+    auto* g = groups_host_[kind].as<refgpu::QueryGroup>();
+    int32_t count = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      if (count == 0 || rows[i].slot != rows[i - 1].slot || rows[i].pos != rows[i - 1].pos + 1 ||
+          g[count - 1].count == tile)
+        g[count++] = {i, 0};
+      ++g[count - 1].count;
+    }
+    upload(groups_[kind].as<void>(), g, static_cast<size_t>(count) * sizeof(refgpu::QueryGroup));
+    a.num_groups = groups_made[kind] = count;
+  };
   refgpu::embed(st, R, n, embed_, hid, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerDev& d = layers_[l];
@@ -519,6 +548,7 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
         a.scale = static_cast<double>(w_.softmax_scale);
         a.out = o;
         a.out_row = qd;
+        group(a, 0);
         refgpu::attend_attention(st, a, max_len);
         break;
       }
@@ -551,6 +581,7 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
         a.scale = static_cast<double>(w_.mla_softmax_scale);
         a.out = o;
         a.out_row = qd;
+        group(a, 1);
         refgpu::attend_mla(st, a, max_len);
         break;
       }

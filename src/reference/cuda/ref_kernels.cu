@@ -2,6 +2,7 @@
 // why the file is built with -fmad=false).
 #include "reference/cuda/ref_kernels.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -143,7 +144,7 @@ __device__ double warp_sum(double v) {  // the same tree on every lane: a determ
 // sum p_t (v_t - v_a) over the features (over position groups too when the features are few).
 // Used when the scores fit in shared memory (attend_smem_bytes); attend_kernel otherwise.
 template <class KT, class VT>
-__global__ void attend_shared_kernel(AttendArgs a, int len_cap, bool tiled) {
+__global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
   extern __shared__ double smem[];
   const int kvh = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
   const int G = a.group, qd = a.dim + a.k2_dim;
@@ -155,9 +156,6 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap, bool tiled) {
   double* den = sc + G * len_cap;    // [G]
   int* at = reinterpret_cast<int*>(den + G);  // [G]
   double* red = den + 2 * G;         // [blockDim.x]: the final reduction
-  // tiled: K of blockDim.x positions at a time, rows padded by one element (no bank conflicts)
-  KT* ktile = reinterpret_cast<KT*>(red + blockDim.x);          // [blockDim.x][dim + 1]
-  float* k2tile = reinterpret_cast<float*>(ktile + blockDim.x * (a.dim + 1));  // [..][k2_dim + 1]
   for (int i = tid; i < G * qd; i += blockDim.x) {
     const int g = i / qd, e = i % qd;
     const int64_t h = static_cast<int64_t>(kvh) * G + g;
@@ -169,48 +167,19 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap, bool tiled) {
   const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
   const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
   const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
-  if (tiled) {
-    // A thread per position of the tile, its dot products in feature order (the CPU's order).
-    const int T = blockDim.x;
-    for (int t0 = 0; t0 < len; t0 += T) {
-      const int count = min(T, len - t0);
-      for (int i = tid; i < count * a.dim; i += T) {
-        const int tt = i / a.dim, d = i % a.dim;
-        ktile[tt * (a.dim + 1) + d] = K[(t0 + tt) * a.k_row + d];
-      }
-      for (int i = tid; i < count * a.k2_dim; i += T) {
-        const int tt = i / a.k2_dim, p = i % a.k2_dim;
-        k2tile[tt * (a.k2_dim + 1) + p] = K2[(t0 + tt) * a.k2_row + p];
-      }
-      __syncthreads();
-      if (tid < count) {
-        const KT* kt = ktile + tid * (a.dim + 1);
-        const float* kr = k2tile + tid * (a.k2_dim + 1);
-        for (int g = 0; g < G; ++g) {
-          const double* qg = qs + g * qd;
-          double dot = 0.0;
-          for (int d = 0; d < a.dim; ++d) dot += qg[d] * static_cast<double>(kt[d]);
-          for (int p = 0; p < a.k2_dim; ++p) dot += qg[a.dim + p] * static_cast<double>(kr[p]);
-          sc[g * len_cap + t0 + tid] = dot * a.scale;
-        }
-      }
-      __syncthreads();
+  for (int t = warp; t < len; t += warps) {
+    const KT* kt = K + t * a.k_row;
+    const float* kr = K2 + t * a.k2_row;
+    for (int g = 0; g < G; ++g) {
+      double part = 0.0;
+      for (int e = lane; e < qd; e += 32)
+        part += qs[g * qd + e] *
+                (e < a.dim ? static_cast<double>(kt[e]) : static_cast<double>(kr[e - a.dim]));
+      part = warp_sum(part);
+      if (lane == 0) sc[g * len_cap + t] = part * a.scale;
     }
-  } else {
-    for (int t = warp; t < len; t += warps) {
-      const KT* kt = K + t * a.k_row;
-      const float* kr = K2 + t * a.k2_row;
-      for (int g = 0; g < G; ++g) {
-        double part = 0.0;
-        for (int e = lane; e < qd; e += 32)
-          part += qs[g * qd + e] *
-                  (e < a.dim ? static_cast<double>(kt[e]) : static_cast<double>(kr[e - a.dim]));
-        part = warp_sum(part);
-        if (lane == 0) sc[g * len_cap + t] = part * a.scale;
-      }
-    }
-    __syncthreads();
   }
+  __syncthreads();
   for (int g = warp; g < G; g += warps) {
     double* s = sc + g * len_cap;
     double best = -INFINITY;
@@ -270,6 +239,174 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap, bool tiled) {
       const int g = o / a.dim, d = o % a.dim;
       out_row[o] = static_cast<double>(V[at[g] * a.v_row + d]) + acc / den[g];
     }
+  }
+}
+
+// Grouped: one block per (K/V head, query group) — up to 16 consecutive positions of one
+// request, with the `group` query heads sharing the K/V head — and K/V read through shared
+// memory a tile of 32 positions at a time, once for all of the group's (row, head) pairs. Pass 1
+// finds each pair's first largest score (lane = position in the tile, warp = pair); pass 2
+// recomputes the scores, stores the weights p_t = exp(s_t - s_a) of the tile and accumulates
+// sum p_t (v_t - v_a) in position order, each thread owning up to kRowsMaxOut outputs.
+// Scores are formed in the CPU reference's order (features in order, then the rope part).
+constexpr size_t kSharedLimitBytes = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
+constexpr int kRowsT = 32, kRowsThreads = 256, kRowsMaxPairs = 128, kRowsMaxOut = 16;
+constexpr int kRowsMaxK = kRowsMaxPairs / (kRowsThreads / 32);
+
+struct RowsSmem {
+  size_t qs, pt, best, den, at, kt, k2t, vt, total;
+};
+
+__host__ __device__ inline size_t align8(size_t b) { return (b + 7) / 8 * 8; }
+
+__host__ __device__ inline RowsSmem rows_smem(int pairs, int dim, int k2_dim, int k_bytes,
+                                              int v_bytes) {
+  RowsSmem m{};
+  size_t at = 0;
+  m.qs = at; at += align8(sizeof(double) * pairs * (dim + k2_dim));
+  m.pt = at; at += align8(sizeof(double) * pairs * kRowsT);
+  m.best = at; at += align8(sizeof(double) * pairs);
+  m.den = at; at += align8(sizeof(double) * pairs);
+  m.at = at; at += align8(sizeof(int) * pairs);
+  m.kt = at; at += align8(static_cast<size_t>(k_bytes) * kRowsT * (dim + 1));
+  m.k2t = at; at += align8(sizeof(float) * kRowsT * (k2_dim + 1));
+  m.vt = at; at += align8(static_cast<size_t>(v_bytes) * kRowsT * dim);
+  m.total = at;
+  return m;
+}
+
+template <class KT, class VT>
+__global__ void attend_rows_kernel(AttendArgs a) {
+  extern __shared__ double smem_d[];
+  char* smem = reinterpret_cast<char*>(smem_d);
+  const QueryGroup grp = a.groups[blockIdx.y];
+  const int kvh = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int G = a.group, D = a.dim, P = a.k2_dim, qd = D + P;
+  const int pairs = grp.count * G;  // qg = q * G + g
+  const Row r0 = a.rows[grp.row0];
+  const int len = r0.pos + grp.count;
+  const RowsSmem L = rows_smem(pairs, D, P, sizeof(KT), sizeof(VT));
+  double* qs = reinterpret_cast<double*>(smem + L.qs);
+  double* pt = reinterpret_cast<double*>(smem + L.pt);
+  double* best = reinterpret_cast<double*>(smem + L.best);
+  double* den = reinterpret_cast<double*>(smem + L.den);
+  int* at = reinterpret_cast<int*>(smem + L.at);
+  KT* kt = reinterpret_cast<KT*>(smem + L.kt);
+  float* k2t = reinterpret_cast<float*>(smem + L.k2t);
+  VT* vt = reinterpret_cast<VT*>(smem + L.vt);
+
+  for (int i = tid; i < pairs * qd; i += kRowsThreads) {
+    const int qg = i / qd, e = i % qd, q = qg / G, g = qg % G;
+    const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
+    qs[i] = e < D ? a.q[row * a.q_row + h * D + e] : a.q2[row * a.q2_row + h * P + (e - D)];
+  }
+  const char* slot = a.slots[r0.slot];
+  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
+  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
+  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+  auto load_k = [&](int t0, int count) {
+    for (int i = tid; i < count * D; i += kRowsThreads)
+      kt[(i / D) * (D + 1) + i % D] = K[(t0 + i / D) * a.k_row + i % D];
+    for (int i = tid; i < count * P; i += kRowsThreads)
+      k2t[(i / P) * (P + 1) + i % P] = K2[(t0 + i / P) * a.k2_row + i % P];
+  };
+  auto score = [&](int qg, int tt) {
+    const double* qv = qs + qg * qd;
+    const KT* k = kt + tt * (D + 1);
+    const float* kr = k2t + tt * (P + 1);
+    double dot = 0.0;
+    for (int d = 0; d < D; ++d) dot += qv[d] * static_cast<double>(k[d]);
+    for (int p = 0; p < P; ++p) dot += qv[D + p] * static_cast<double>(kr[p]);
+    return dot * a.scale;
+  };
+  const int nk = (pairs + 7) / 8;  // pairs per warp: qg = warp + 8k
+
+  double bv[kRowsMaxK];
+  int bi[kRowsMaxK];
+  for (int k = 0; k < kRowsMaxK; ++k) {
+    bv[k] = -INFINITY;
+    bi[k] = INT_MAX;
+  }
+  for (int t0 = 0; t0 < len; t0 += kRowsT) {
+    const int count = min(kRowsT, len - t0);
+    __syncthreads();
+    load_k(t0, count);
+    __syncthreads();
+    const int t = t0 + lane;
+    for (int k = 0; k < nk; ++k) {
+      const int qg = warp + 8 * k;
+      if (qg >= pairs || lane >= count || t > r0.pos + qg / G) continue;
+      const double s = score(qg, lane);
+      if (s > bv[k]) {  // t grows: the first largest of this lane's positions
+        bv[k] = s;
+        bi[k] = t;
+      }
+    }
+  }
+  for (int k = 0; k < nk; ++k) {
+    double b = bv[k];
+    int bt = bi[k];
+    for (int off = 16; off > 0; off /= 2) {
+      const double o = __shfl_xor_sync(0xffffffffu, b, off);
+      const int ot = __shfl_xor_sync(0xffffffffu, bt, off);
+      if (o > b || (o == b && ot < bt)) {
+        b = o;
+        bt = ot;
+      }
+    }
+    const int qg = warp + 8 * k;
+    if (lane == 0 && qg < pairs) {
+      best[qg] = b;
+      at[qg] = bt;
+    }
+  }
+  __syncthreads();
+
+  const int outs = pairs * D;
+  double acc[kRowsMaxOut], va[kRowsMaxOut], dsum[kRowsMaxK];
+  for (int m = 0; m < kRowsMaxOut; ++m) {
+    const int o = tid + m * kRowsThreads;
+    acc[m] = 0.0;
+    va[m] = o < outs ? static_cast<double>(V[at[o / D] * a.v_row + o % D]) : 0.0;
+  }
+  for (int k = 0; k < kRowsMaxK; ++k) dsum[k] = 0.0;
+  for (int t0 = 0; t0 < len; t0 += kRowsT) {
+    const int count = min(kRowsT, len - t0);
+    __syncthreads();
+    load_k(t0, count);
+    for (int i = tid; i < count * D; i += kRowsThreads) vt[i] = V[(t0 + i / D) * a.v_row + i % D];
+    __syncthreads();
+    const int t = t0 + lane;
+    for (int k = 0; k < nk; ++k) {
+      const int qg = warp + 8 * k;
+      if (qg >= pairs) continue;
+      const double p =
+          lane < count && t <= r0.pos + qg / G ? exp(score(qg, lane) - best[qg]) : 0.0;
+      pt[qg * kRowsT + lane] = p;
+      dsum[k] += p;
+    }
+    __syncthreads();
+    for (int m = 0; m < kRowsMaxOut; ++m) {
+      const int o = tid + m * kRowsThreads;
+      if (o >= outs) break;
+      const double* p = pt + (o / D) * kRowsT;
+      const int d = o % D;
+      for (int tt = 0; tt < count; ++tt)
+        acc[m] += p[tt] * (static_cast<double>(vt[tt * D + d]) - va[m]);
+    }
+  }
+  for (int k = 0; k < nk; ++k) {
+    const double s = warp_sum(dsum[k]);
+    const int qg = warp + 8 * k;
+    if (lane == 0 && qg < pairs) den[qg] = s;
+  }
+  __syncthreads();
+  for (int m = 0; m < kRowsMaxOut; ++m) {
+    const int o = tid + m * kRowsThreads;
+    if (o >= outs) break;
+    const int qg = o / D, q = qg / G, g = qg % G;
+    const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
+    a.out[row * a.out_row + h * D + o % D] = va[m] + acc[m] / den[qg];
   }
 }
 
@@ -491,12 +628,21 @@ void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
 }
 
 constexpr int kSharedThreads = 256;
-constexpr size_t kSharedLimit = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
 
-size_t attend_smem_bytes(const AttendArgs& a, int len_cap, bool tiled, size_t k_bytes) {
+size_t attend_smem_bytes(const AttendArgs& a, int len_cap) {
   const size_t G = static_cast<size_t>(a.group);
-  const size_t tile = tiled ? kSharedThreads * ((a.dim + 1) * k_bytes + (a.k2_dim + 1) * 4) : 0;
-  return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads) + tile;
+  return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads);
+}
+
+int32_t attend_query_tile(const AttendArgs& a) {
+  const int pairs_per_row = a.group, outs_per_row = a.group * a.dim;
+  int32_t tile = std::min({16, kRowsMaxPairs / pairs_per_row,
+                           kRowsMaxOut * kRowsThreads / std::max(outs_per_row, 1)});
+  const int kb = a.k2_dim ? 8 : 4;  // mla: double K and V; attention: float
+  while (tile > 0 &&
+         rows_smem(tile * a.group, a.dim, a.k2_dim, kb, kb).total > kSharedLimitBytes)
+    tile /= 2;
+  return std::max(tile, 0);
 }
 
 template <class KT, class VT>
@@ -504,18 +650,32 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
   if (a.num_rows == 0) return;
   if (a.dim > kThreads * kMaxAcc)
     throw DeviceError(std::string(what) + ": head dim above the GPU reference's 1024");
-  const bool tiled = attend_smem_bytes(a, max_len, true, sizeof(KT)) <= kSharedLimit;
-  const size_t smem = attend_smem_bytes(a, max_len, tiled, sizeof(KT));
-  if (smem <= kSharedLimit) {
+  if (a.groups) {
+    static bool opted_in = false;  // per instantiation
+    if (!opted_in) {
+      KV_CUDA_CHECK(what, cudaFuncSetAttribute(attend_rows_kernel<KT, VT>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kSharedLimitBytes)));
+      opted_in = true;
+    }
+    const int32_t tile = attend_query_tile(a);
+    const size_t smem = rows_smem(tile * a.group, a.dim, a.k2_dim, sizeof(KT), sizeof(VT)).total;
+    attend_rows_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_groups), kRowsThreads, smem,
+                                 st>>>(a);
+    launched(what);
+    return;
+  }
+  const size_t smem = attend_smem_bytes(a, max_len);
+  if (smem <= kSharedLimitBytes) {
     static bool opted_in = false;  // per instantiation
     if (!opted_in) {
       KV_CUDA_CHECK(what, cudaFuncSetAttribute(attend_shared_kernel<KT, VT>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kSharedLimit)));
+                                               static_cast<int>(kSharedLimitBytes)));
       opted_in = true;
     }
     attend_shared_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_rows), kSharedThreads, smem,
-                                   st>>>(a, max_len, tiled);
+                                   st>>>(a, max_len);
   } else {
     attend_kernel<KT, VT><<<dim3(a.num_heads, a.num_rows), kThreads, 0, st>>>(a);
   }

@@ -30,6 +30,12 @@ struct Segment {
   int32_t slot = 0, row0 = 0, count = 0;
 };
 
+// Consecutive batch rows of one request at consecutive positions: the query rows one attention
+// block takes together, so that each K/V row is read once for all of them.
+struct QueryGroup {
+  int32_t row0 = 0, count = 0;
+};
+
 // A range of 32-bit words to hash (protection of the reference's memory).
 struct HashRange {
   const uint32_t* words = nullptr;
@@ -55,7 +61,12 @@ struct AttendArgs {
   double scale = 0.0;
   double* out = nullptr;           // [row][out_row]: head h at h * dim
   int64_t out_row = 0;
+  const QueryGroup* groups = nullptr;  // the batch's rows in groups of at most query_tile
+  int32_t num_groups = 0;
 };
+
+// Query rows per group that the grouped attention kernel takes for this shape (0: it cannot).
+int32_t attend_query_tile(const AttendArgs& a);
 
 // y[n][r] = (bias[r]) + sum_c w[r][c] x[n][c], or y[n][r] += that without bias (accumulate).
 void matmul(cudaStream_t st, int32_t n, const double* x, int64_t cols, const float* w,
