@@ -96,10 +96,14 @@ struct LayerDev {
 };
 
 // A part of a slot the hash covers: rows appended per position, or a whole block (the state).
+// The layers' parts are read by every step's attention and verified before every step; the
+// attention outputs and final hidden states are read back only for positions a recomputed chunk
+// (after a preemption) asks for again, and are verified when that happens.
 struct Part {
   const char* what;
   int32_t layer;
   int64_t off, row_bytes, whole_bytes;  // whole_bytes > 0: hashed whole, else [0, length) rows
+  bool every_step = true;
 };
 
 struct Slot {
@@ -136,7 +140,9 @@ class CudaReference : public StepReference {
  private:
   void upload_weights();
   Slot& slot_for(int32_t request);
-  void verify();
+  // Checks that what the reference wrote is unchanged: the weights and the every-step parts of
+  // every live slot, or (reread) the other parts of `slots` alone. Throws DeviceError if not.
+  void verify(bool reread = false, const std::vector<const Slot*>& slots = {});
   void compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs);
   void write_outputs(const std::vector<RefJob>& jobs);
   void sync() { KV_CUDA_CHECK("reference synchronize", cudaStreamSynchronize(stream_)); }
@@ -219,8 +225,8 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
         break;
     }
   }
-  parts_.push_back({"attention outputs", -1, layout_.out, L_ * q_dim_ * 8, 0});
-  parts_.push_back({"final hidden states", -1, layout_.hidden, hidden_ * 8, 0});
+  parts_.push_back({"attention outputs", -1, layout_.out, L_ * q_dim_ * 8, 0, false});
+  parts_.push_back({"final hidden states", -1, layout_.hidden, hidden_ * 8, 0, false});
 
   KV_CUDA_CHECK("reference stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   upload_weights();
@@ -339,18 +345,21 @@ Slot& CudaReference::slot_for(int32_t request) {
   return sl;
 }
 
-void CudaReference::verify() {
+void CudaReference::verify(bool reread, const std::vector<const Slot*>& slots) {
   std::vector<refgpu::HashRange> ranges;
   std::vector<std::pair<const Slot*, size_t>> what;  // per range after the first: slot, part
   ranges.push_back({weights_.as<uint32_t>(), 0, static_cast<int64_t>(weights_.bytes() / 4)});
-  for (const auto& sl : slots_) {
+  std::vector<const Slot*> live;
+  for (const auto& sl : slots_) live.push_back(sl.get());
+  for (const Slot* sl : reread ? slots : live) {
     if (sl->request < 0 || sl->length == 0) continue;
     for (size_t p = 0; p < parts_.size(); ++p) {
       const Part& part = parts_[p];
+      if (part.every_step == reread) continue;
       const int64_t bytes = part.whole_bytes ? part.whole_bytes : sl->length * part.row_bytes;
       ranges.push_back({reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off), 0,
                         bytes / 4});
-      what.push_back({sl.get(), p});
+      what.push_back({sl, p});
     }
   }
   const std::vector<unsigned long long> sums = hash(ranges);
@@ -425,9 +434,11 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     segs.clear();
     hint_src.clear();
   };
+  std::vector<const Slot*> reread;  // slots whose earlier outputs a job asks for again
   for (size_t j = 0; j < jobs.size(); ++j) {
     const RefJob& job = jobs[j];
     Slot& sl = *job_slot[j];
+    if (job.start < sl.length) reread.push_back(&sl);
     if (sl.length >= job.end) continue;
     touched.push_back({&sl, sl.length});
     const int32_t slot = slot_of_.at(job.request);
@@ -470,6 +481,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     else
       sl->hashes[p] += sums[i];
   }
+  if (!reread.empty()) verify(true, reread);
   lap(t_hash_);
   write_outputs(jobs);
   lap(t_out_);

@@ -250,7 +250,7 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
 // sum p_t (v_t - v_a) in position order, each thread owning up to kRowsMaxOut outputs.
 // Scores are formed in the CPU reference's order (features in order, then the rope part).
 constexpr size_t kSharedLimitBytes = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
-constexpr int kRowsT = 32, kRowsThreads = 256, kRowsMaxPairs = 128, kRowsMaxOut = 16;
+constexpr int kRowsT = 32, kRowsThreads = 256, kRowsMaxPairs = 64, kRowsMaxOut = 8;
 constexpr int kRowsMaxK = kRowsMaxPairs / (kRowsThreads / 32);
 
 struct RowsSmem {
@@ -276,7 +276,7 @@ __host__ __device__ inline RowsSmem rows_smem(int pairs, int dim, int k2_dim, in
 }
 
 template <class KT, class VT>
-__global__ void attend_rows_kernel(AttendArgs a) {
+__global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs a) {
   extern __shared__ double smem_d[];
   char* smem = reinterpret_cast<char*>(smem_d);
   const QueryGroup grp = a.groups[blockIdx.y];
@@ -321,8 +321,10 @@ __global__ void attend_rows_kernel(AttendArgs a) {
   };
   const int nk = (pairs + 7) / 8;  // pairs per warp: qg = warp + 8k
 
+  // Fully unrolled loops over fixed bounds: the per-thread arrays stay in registers.
   double bv[kRowsMaxK];
   int bi[kRowsMaxK];
+#pragma unroll
   for (int k = 0; k < kRowsMaxK; ++k) {
     bv[k] = -INFINITY;
     bi[k] = INT_MAX;
@@ -333,9 +335,10 @@ __global__ void attend_rows_kernel(AttendArgs a) {
     load_k(t0, count);
     __syncthreads();
     const int t = t0 + lane;
-    for (int k = 0; k < nk; ++k) {
+#pragma unroll
+    for (int k = 0; k < kRowsMaxK; ++k) {
       const int qg = warp + 8 * k;
-      if (qg >= pairs || lane >= count || t > r0.pos + qg / G) continue;
+      if (k >= nk || qg >= pairs || lane >= count || t > r0.pos + qg / G) continue;
       const double s = score(qg, lane);
       if (s > bv[k]) {  // t grows: the first largest of this lane's positions
         bv[k] = s;
@@ -343,7 +346,9 @@ __global__ void attend_rows_kernel(AttendArgs a) {
       }
     }
   }
-  for (int k = 0; k < nk; ++k) {
+#pragma unroll
+  for (int k = 0; k < kRowsMaxK; ++k) {
+    if (k >= nk) break;
     double b = bv[k];
     int bt = bi[k];
     for (int off = 16; off > 0; off /= 2) {
@@ -364,11 +369,13 @@ __global__ void attend_rows_kernel(AttendArgs a) {
 
   const int outs = pairs * D;
   double acc[kRowsMaxOut], va[kRowsMaxOut], dsum[kRowsMaxK];
+#pragma unroll
   for (int m = 0; m < kRowsMaxOut; ++m) {
     const int o = tid + m * kRowsThreads;
     acc[m] = 0.0;
     va[m] = o < outs ? static_cast<double>(V[at[o / D] * a.v_row + o % D]) : 0.0;
   }
+#pragma unroll
   for (int k = 0; k < kRowsMaxK; ++k) dsum[k] = 0.0;
   for (int t0 = 0; t0 < len; t0 += kRowsT) {
     const int count = min(kRowsT, len - t0);
@@ -377,33 +384,38 @@ __global__ void attend_rows_kernel(AttendArgs a) {
     for (int i = tid; i < count * D; i += kRowsThreads) vt[i] = V[(t0 + i / D) * a.v_row + i % D];
     __syncthreads();
     const int t = t0 + lane;
-    for (int k = 0; k < nk; ++k) {
+#pragma unroll
+    for (int k = 0; k < kRowsMaxK; ++k) {
       const int qg = warp + 8 * k;
-      if (qg >= pairs) continue;
+      if (k >= nk || qg >= pairs) continue;
       const double p =
           lane < count && t <= r0.pos + qg / G ? exp(score(qg, lane) - best[qg]) : 0.0;
       pt[qg * kRowsT + lane] = p;
       dsum[k] += p;
     }
     __syncthreads();
+#pragma unroll
     for (int m = 0; m < kRowsMaxOut; ++m) {
       const int o = tid + m * kRowsThreads;
-      if (o >= outs) break;
+      if (o >= outs) continue;
       const double* p = pt + (o / D) * kRowsT;
       const int d = o % D;
       for (int tt = 0; tt < count; ++tt)
         acc[m] += p[tt] * (static_cast<double>(vt[tt * D + d]) - va[m]);
     }
   }
-  for (int k = 0; k < nk; ++k) {
+#pragma unroll
+  for (int k = 0; k < kRowsMaxK; ++k) {
+    if (k >= nk) break;
     const double s = warp_sum(dsum[k]);
     const int qg = warp + 8 * k;
     if (lane == 0 && qg < pairs) den[qg] = s;
   }
   __syncthreads();
+#pragma unroll
   for (int m = 0; m < kRowsMaxOut; ++m) {
     const int o = tid + m * kRowsThreads;
-    if (o >= outs) break;
+    if (o >= outs) continue;
     const int qg = o / D, q = qg / G, g = qg % G;
     const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
     a.out[row * a.out_row + h * D + o % D] = va[m] + acc[m] / den[qg];
