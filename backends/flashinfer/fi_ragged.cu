@@ -9,7 +9,8 @@
 // varlen's K/V come as float32 rows: a staging kernel rounds them to bf16 (round to nearest even,
 // how the bf16 cache stores them; the context rows were read from that cache, so exact) into the
 // workspace; for kv_dtype fp8 (new tokens over an fp8 cache) each element goes through e4m3 with
-// its scale first, as the cache stores it, then to bf16 (exact for power-of-two scales). Layout
+// its scale first, as the cache stores it, then to bf16 (exact for power-of-two scales; with a
+// calibrated scale such as 0.0173 the dequantised value is rounded to bf16, relative 2^-9). Layout
 // for R query rows, K key rows and N sequences:
 //   [0, int_ws)        PrefillPlan's int workspace (no split-KV, as fi_prefill.cu)
 //   k rows [K][nkv][hd], v rows [K][nkv][hd]   (bf16)

@@ -35,7 +35,7 @@ PlanLimits Engine::plan_limits(const Scenario& s, PadContract pad) {
 
 Engine::Engine(const Scenario& s, Device& dev)
     : s_(s),
-      weights_(make_model_weights(s.model)),
+      weights_(make_model_weights(s.model, s.cache)),
       limits_(plan_limits(s, dev.padding())),
       pool_(s.cache.num_blocks, s.engine.prefix_caching),
       runner_(s, weights_, dev, limits_),

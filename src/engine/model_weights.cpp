@@ -82,9 +82,9 @@ double gram_eigen_bound(const std::vector<float>& w, size_t first, size_t last, 
 
 // Scales: latent features ~ N(0, 1) (keys ~1/sqrt(hidden) per feature), Wuk and Wuv 1/sqrt(R) so
 // that k and v entries are O(1), queries 1.5/sqrt(hidden) as in attention: scores are as peaked
-// as an attention layer's. Column 0 of Wuk and Wuv is zero (c[0] is a constant), except for the
-// sentinel entry of Wuv set later.
-BuiltLayer make_mla(Rng& rng, const ModelSpec& s) {
+// as an attention layer's. Column 0 of Wuk and Wuv is zero (c[0] is a constant, `latent`), except
+// for the sentinel entry of Wuv set later.
+BuiltLayer make_mla(Rng& rng, const ModelSpec& s, float latent) {
   const size_t hid = static_cast<size_t>(s.hidden_size), H = static_cast<size_t>(s.num_q_heads);
   const size_t D = static_cast<size_t>(s.head_dim), R = static_cast<size_t>(s.kv_lora_rank);
   const size_t P = static_cast<size_t>(s.qk_rope_dim);
@@ -96,13 +96,13 @@ BuiltLayer make_mla(Rng& rng, const ModelSpec& s) {
   w.wdkv = gaussian(rng, (R + P) * hid, inv_sqrt_h);
   std::fill(w.wdkv.begin(), w.wdkv.begin() + static_cast<std::ptrdiff_t>(hid), 0.0f);
   w.bdkv.assign(R + P, 0.0f);
-  w.bdkv[0] = kLatentConstant;
+  w.bdkv[0] = latent;
   w.wqn = gaussian(rng, H * D * hid, 1.5 * inv_sqrt_h);
   w.wqr = gaussian(rng, H * P * hid, 1.5 * inv_sqrt_h);
   w.wuk = gaussian(rng, H * D * R, inv_sqrt_r);
   w.wuv = gaussian(rng, H * D * R, inv_sqrt_r);
   for (size_t row = 0; row < H * D; ++row) w.wuk[row * R] = w.wuv[row * R] = 0.0f;
-  std::fill_n(w.wuv.begin(), R, 0.0f);  // row 0 of head 0: (sentinel / kLatentConstant, 0, ...)
+  std::fill_n(w.wuv.begin(), R, 0.0f);  // row 0 of head 0: (mla_sentinel / latent, 0, ...)
   w.wo = gaussian(rng, hid * H * D, 0.5 / std::sqrt(static_cast<double>(H * D)));
 
   // Absorbed query weights, folded in double and rounded once.
@@ -122,9 +122,9 @@ BuiltLayer make_mla(Rng& rng, const ModelSpec& s) {
     std::copy_n(&w.wqr[h * P * hid], P * hid, out + R * hid);
   }
 
-  // ||c|| <= sqrt(kLatentConstant^2 + lambda_max(Wc^T Wc) * ||x||^2), Wc = Wdkv rows [1, R); o_h
-  // is a convex combination of v_h,t = Wuv_h c_t, so |o_j| <= ||Wuv_h row j|| * max ||c||.
-  const double lc = kLatentConstant;
+  // ||c|| <= sqrt(latent^2 + lambda_max(Wc^T Wc) * ||x||^2), Wc = Wdkv rows [1, R); o_h is a
+  // convex combination of v_h,t = Wuv_h c_t, so |o_j| <= ||Wuv_h row j|| * max ||c||.
+  const double lc = latent;
   const double max_c =
       std::sqrt(lc * lc + static_cast<double>(hid) * gram_eigen_bound(w.wdkv, 1, R, hid));
   double max_row = 0.0;
@@ -160,19 +160,36 @@ float cache_scale(const CacheSpec& c, float scale) {
   return c.dtype == DType::fp8_e4m3 ? scale : 1.0f;
 }
 
+// unit x 2^e for the smallest e with unit x 2^e >= bound: exact in float (a power-of-two multiple),
+// and stored as exactly 2^e by a cache whose scale is `unit`.
+float pow2_multiple_at_least(double bound, float unit) {
+  double m = unit * std::exp2(std::ceil(std::log2(bound / unit)));
+  if (m < bound) m *= 2.0;  // log2 of a ratio just above a power of two may round down
+  return static_cast<float>(m);
+}
+
+// MLA's latent constant: scale x 2^b nearest 1 with 2^b an e4m3 power of two (2^-9 .. 2^8), so
+// the fp8 cache stores it exactly; 1 when the scale is a power of two or the cache is not fp8.
+float latent_constant(const CacheSpec& c) {
+  const float scale = cache_scale(c, c.k_scale);
+  const double b = std::clamp(std::round(-std::log2(static_cast<double>(scale))), -9.0, 8.0);
+  return static_cast<float>(scale * std::exp2(b));
+}
+
 }  // namespace
 
-ModelWeights make_model_weights(const ModelSpec& spec) {
+ModelWeights make_model_weights(const ModelSpec& spec, const CacheSpec& cache) {
   ModelWeights m;
   m.spec = spec;
   const int32_t hid = spec.hidden_size;
   Rng rng(spec.weight_seed);
+  m.latent_constant = latent_constant(cache);
 
   m.embed = gaussian(rng, static_cast<size_t>(spec.vocab_size) * hid, 1.0);
   double o_bound = 0.0;
   for (LayerKind kind : spec.layers) {
     BuiltLayer b = kind == LayerKind::attention ? make_attention(rng, spec)
-                   : kind == LayerKind::mla     ? make_mla(rng, spec)
+                   : kind == LayerKind::mla     ? make_mla(rng, spec, m.latent_constant)
                                                 : make_linear(rng, spec);
     o_bound = std::max(o_bound, b.o_bound);
     m.layers.push_back(std::move(b.w));
@@ -180,14 +197,16 @@ ModelWeights make_model_weights(const ModelSpec& spec) {
   m.lm_head = gaussian(rng, static_cast<size_t>(spec.vocab_size) * hid,
                        2.0 / std::sqrt(static_cast<double>(hid)));
 
-  // A power of two, exact in every dtype; the 1.15 margin covers the cache's rounding (fp8:
-  // relative 2^-4 on the read-back sentinel and on every latent feature, 1.0625 / 0.9375 < 1.14)
-  // and the engine's float accumulation.
+  // P and the sentinels of model_weights.h. The 1.15 margin covers the cache's rounding of the
+  // other values (fp8: relative 2^-4 on every V or latent feature, 1.0625 < 1.15) and the
+  // engine's float accumulation.
   const double bound = std::max(1e-3, 1.15 * o_bound);
-  m.sentinel = static_cast<float>(std::exp2(std::ceil(std::log2(bound))));
+  const double pow2_sentinel = std::exp2(std::ceil(std::log2(bound)));  // P
+  m.sentinel = pow2_multiple_at_least(pow2_sentinel, cache_scale(cache, cache.v_scale));
+  m.mla_sentinel = pow2_multiple_at_least(pow2_sentinel, m.latent_constant);
   for (auto& w : m.layers) {
     if (w.kind == LayerKind::attention) w.bv[0] = m.sentinel;
-    if (w.kind == LayerKind::mla) w.wuv[0] = m.sentinel / kLatentConstant;
+    if (w.kind == LayerKind::mla) w.wuv[0] = m.mla_sentinel / m.latent_constant;  // 2^c: exact
   }
   m.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
   m.mla_softmax_scale =
@@ -201,8 +220,8 @@ float ModelWeights::quant_scale(size_t layer, const CacheSpec& cache) const {
       return round_through_scaled(sentinel, cache.dtype, cache_scale(cache, cache.v_scale)) /
              448.0f;
     case LayerKind::mla:
-      return sentinel / kLatentConstant *
-             round_through_scaled(kLatentConstant, cache.dtype, cache_scale(cache, cache.k_scale)) /
+      return mla_sentinel / latent_constant *
+             round_through_scaled(latent_constant, cache.dtype, cache_scale(cache, cache.k_scale)) /
              448.0f;
     case LayerKind::linear: break;
   }

@@ -19,10 +19,14 @@ struct Request {
   int32_t arrival_step = 0;  // first step at which the scheduler may admit it
 
   std::vector<int32_t> output;         // generated tokens
-  int32_t num_computed_tokens = 0;     // tokens whose KV is in the cache
+  int32_t num_computed_tokens = 0;     // tokens computed (their KV is in the cache)
   std::vector<int32_t> block_ids;      // the block table: block i holds positions [i*bs, (i+1)*bs)
   std::vector<uint64_t> block_hashes;  // chained hashes of the sequence's full blocks
   int32_t state_block = -1;            // hybrid models: the linear-attention state block, or -1
+  // Hybrid models with prefix caching: the leading blocks of the table that came from the prefix
+  // cache. Their KV is there already, but the request computes their positions again for its
+  // linear layers' state, and never writes them: they may be shared (scheduler.h).
+  int32_t shared_prefix_blocks = 0;
   RequestStatus status = RequestStatus::waiting;
   int32_t num_preemptions = 0;
 

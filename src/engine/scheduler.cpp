@@ -131,9 +131,11 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
       if (hits.size() > most_hits) hits.resize(most_hits);
     }
     const auto num_hits = static_cast<int32_t>(hits.size());
-    const int32_t start = num_hits * block_size_;
+    // A request with recurrent state recomputes the hit's positions (scheduler.h).
+    const bool recompute_hits = state_blocks_ > 0;
+    const int32_t start = recompute_hits ? 0 : num_hits * block_size_;
     const int32_t n = std::min(r->num_tokens() - start, budget);
-    const int32_t need = blocks_for(start + n) - num_hits + state_blocks_;
+    const int32_t need = std::max(0, blocks_for(start + n) - num_hits) + state_blocks_;
     // Hit blocks with no user sit in the free queue: touching them takes them out of it.
     const auto unused_hits = static_cast<int32_t>(std::count_if(
         hits.begin(), hits.end(), [&](int32_t b) { return pool_.ref_count(b) == 0; }));
@@ -145,6 +147,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
     if (state_blocks_ > 0) r->state_block = pool_.allocate(1, BlockGroup::state).front();
     r->block_ids = std::move(hits);
     r->block_ids.insert(r->block_ids.end(), fresh.begin(), fresh.end());
+    r->shared_prefix_blocks = recompute_hits ? num_hits : 0;
     r->num_computed_tokens = start;
     r->status = RequestStatus::running;
     running_.push_back(r);
@@ -205,6 +208,7 @@ void Scheduler::free_request_blocks(Request& r) {
   // Tail first, so that under LRU the request's tail is evicted before its (shareable) head.
   pool_.free_blocks(std::vector<int32_t>(r.block_ids.rbegin(), r.block_ids.rend()));
   r.block_ids.clear();
+  r.shared_prefix_blocks = 0;
   if (r.state_block >= 0) pool_.free_blocks({r.state_block});
   r.state_block = -1;
 }

@@ -11,6 +11,15 @@
 // the same pool, taken at admission with its first KV blocks and freed with them; a request is
 // admitted only when both fit.
 //
+// Prefix caching on a hybrid model: a prefix hit shares the cached KV blocks (the attention-like
+// layers' memory), but the linear layers' recurrent state at the hit's end is not cached (no
+// snapshot of state at block boundaries), and a linear layer's input at every position depends
+// on the layers below it. So the request computes every position from 0 — all layers, with a
+// zero state — and its first chunk's rows that fall in hit blocks are not written to the cache
+// (slot -1; Request::shared_prefix_blocks): the cached KV of those positions, which other
+// requests may be reading, stays as its first writer left it. The hit saves memory, not
+// compute.
+//
 // The scheduler never computes anything: schedule() says what to compute, the engine runs the
 // step, update() records what was computed and sampled.
 #pragma once

@@ -61,11 +61,14 @@ StepPlan build_step_plan(const SchedulerOutput& out, const Scheduler& sched,
     const Request& r = *sched.find(c.request_id);
     p.chunk_first_row.push_back(static_cast<int32_t>(p.tokens.size()));
     for (int32_t i = 0; i < c.num_tokens; ++i) {
-      const int32_t pos = c.start + i;
+      const int32_t pos = c.start + i, block = pos / limits.block_size;
       p.tokens.push_back(r.token_at(pos));
       p.positions.push_back(pos);
-      p.slot_mapping.push_back(static_cast<int64_t>(r.block_ids.at(pos / limits.block_size)) *
-                                   limits.block_size + pos % limits.block_size);
+      // A hybrid request's prefix-hit blocks are recomputed, never rewritten (scheduler.h).
+      p.slot_mapping.push_back(block < r.shared_prefix_blocks
+                                   ? -1
+                                   : static_cast<int64_t>(r.block_ids.at(block)) *
+                                             limits.block_size + pos % limits.block_size);
     }
     add_linear_seq(p, c.num_tokens, r.state_block, c.start > 0);
     if (c.is_decode) {

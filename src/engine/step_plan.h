@@ -22,7 +22,8 @@ struct StepPlan {
   int32_t num_decode = 0;       // real decode rows [0, num_decode)
   int32_t prefill_tokens_with_context = 0;
 
-  // Per padded row. Padded rows: token 0, position 0, slot -1.
+  // Per padded row. Padded rows: token 0, position 0, slot -1; so are the rows a hybrid request
+  // recomputes in its prefix-hit blocks (Request::shared_prefix_blocks): not written.
   std::vector<int32_t> tokens, positions;
   std::vector<int64_t> slot_mapping;
 

@@ -20,6 +20,12 @@ namespace {
 using namespace field_table;
 
 constexpr int32_t kMaxLayers = 64;
+// Query and KV heads per layer. No op limits the head count below this: CUDA's MLA decode takes
+// heads in blocks of 64 (a row of 128 is two CTAs), its GQA tensor-core decode takes up to 8 q
+// heads per KV head (the generic path any ratio), the other kernels put heads on a grid axis or a
+// grid-stride loop, and the host ops loop. 256 is a size limit like hidden_size's: twice the
+// largest production head count (128), so a scenario cannot ask for weights of absurd size.
+constexpr int32_t kMaxHeads = 256;
 constexpr int32_t kMaxCaptureSize = 4096;
 constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
 
@@ -151,11 +157,11 @@ const Fields<ModelSpec>& model_fields() {
        .doc = "The layers in order; a number *n* means *n* attention layers. `attention`: GQA "
               "over a paged K/V cache; `mla`: multi-head latent attention over a one-head latent "
               "cache (FlashMLA-like whole-tile P·V); `linear`: gated linear attention with one "
-              "block of recurrent state per request (needs `cache.pool` `\"hybrid\"` and "
-              "`engine.prefix_caching` `false`)."},
-      integer("num_q_heads", &ModelSpec::num_q_heads, 1, 64,
-              "Query heads per layer; a multiple of `num_kv_heads`."),
-      integer("num_kv_heads", &ModelSpec::num_kv_heads, 1, 64,
+              "block of recurrent state per request (needs `cache.pool` `\"hybrid\"`)."},
+      integer("num_q_heads", &ModelSpec::num_q_heads, 1, kMaxHeads,
+              "Query heads per layer; a multiple of `num_kv_heads`. Up to 256, twice the largest "
+              "production count (128: DeepSeek-V3's MLA, Llama-3.1-405B's GQA)."),
+      integer("num_kv_heads", &ModelSpec::num_kv_heads, 1, kMaxHeads,
               "Key/value heads per layer (grouped-query attention when fewer than "
               "`num_q_heads`)."),
       integer("head_dim", &ModelSpec::head_dim, 1, 256, "Size of one head."),
@@ -197,12 +203,12 @@ const Fields<CacheSpec>& cache_fields() {
              "Needs a `linear` layer, and `layout` `\"interleaved\"` with an `attention` layer."),
       no_default(scale("k_scale", &CacheSpec::k_scale,
                        "Dequantisation scale of K (of the latent in `mla` layers): the cache "
-                       "stores K / `k_scale`. A power of two; only with `dtype` "
-                       "`\"fp8_e4m3\"`."),
+                       "stores K / `k_scale`. Any calibrated value (e.g. 0.0173); only with "
+                       "`dtype` `\"fp8_e4m3\"`."),
                  "none; required with `dtype` `\"fp8_e4m3\"`"),
       no_default(scale("v_scale", &CacheSpec::v_scale,
-                       "Dequantisation scale of V: the cache stores V / `v_scale`. A power of "
-                       "two; only with `dtype` `\"fp8_e4m3\"`."),
+                       "Dequantisation scale of V: the cache stores V / `v_scale`. Any "
+                       "calibrated value (e.g. 0.0173); only with `dtype` `\"fp8_e4m3\"`."),
                  "none; required with `dtype` `\"fp8_e4m3\"`"),
   };
   return f;
@@ -231,8 +237,9 @@ const Fields<EngineSpec>& engine_fields() {
       integer("max_tokens_per_step", &EngineSpec::max_tokens_per_step, 1, 1'000'000,
               "Token budget of one step; longer prefills are chunked."),
       boolean("prefix_caching", &EngineSpec::prefix_caching,
-              "Reuse full blocks whose token prefix is already cached. Must be `false` with a "
-              "`linear` layer: prefix caching of recurrent state is not modelled."),
+              "Reuse full blocks whose token prefix is already cached. With a `linear` layer "
+              "a hit shares the cached KV blocks but every position is computed again (the "
+              "recurrent state at the hit is not cached), without rewriting the shared blocks."),
       {.key = "zero_new_blocks",
        .read = [](const Json& v, const std::string& p,
                   EngineSpec& out) { out.zero_new_blocks = read_layer_kinds(v, p, 0, true); },

@@ -17,9 +17,9 @@ constexpr const char* kRelations =
     "prompt_len.min when prefix_groups > 0; a cache large enough for the longest request (plus "
     "one state block with a \"linear\" layer); model.kv_lora_rank and model.qk_rope_dim only "
     "with an \"mla\" layer; cache.k_scale and cache.v_scale both given when cache.dtype is "
-    "\"fp8_e4m3\" and only then, each a power of two; a \"linear\" layer only with cache.pool "
-    "\"hybrid\" and engine.prefix_caching false; cache.pool \"hybrid\" only with a \"linear\" "
-    "layer, and with cache.layout \"interleaved\" when there is an \"attention\" layer; "
+    "\"fp8_e4m3\" and only then; a \"linear\" layer only with cache.pool \"hybrid\"; "
+    "cache.pool \"hybrid\" only with a \"linear\" layer, and with cache.layout "
+    "\"interleaved\" when there is an \"attention\" layer; "
     "checks.sampled_requests only with checks.reference \"sampled\" or \"auto\".";
 
 Json form_schema(const ValueForm& f) {

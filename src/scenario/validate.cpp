@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <optional>
 
-#include <cmath>
-
 #include <fmt/format.h>
 
 namespace kv {
@@ -65,19 +63,9 @@ void validate_model(const ModelSpec& m, const Json& doc) {
 void validate_scales(const CacheSpec& c, const Json& doc) {
   const bool has_k = present(doc, "/cache/k_scale"), has_v = present(doc, "/cache/v_scale");
   if (c.dtype == DType::fp8_e4m3) {
-    if (has_k && has_v) {
-      // The synthetic model's batch-invariance argument (model_weights.h) needs its power-of-two
-      // sentinel to read back from the cache exactly, so the scales are powers of two as well.
-      for (const auto& [key, value] : {std::pair{"k_scale", c.k_scale}, std::pair{"v_scale", c.v_scale}}) {
-        int exp = 0;
-        if (std::frexp(value, &exp) != 0.5f)
-          fail(child_pointer("/cache", key),
-               fmt::format("got {}, expected a power of two (e.g. 0.0625 or 0.125): the model's "
-                           "constant features must read back from the fp8 cache exactly",
-                           value));
-      }
-      return;
-    }
+    // Any scale: the synthetic model makes its constant features power-of-two multiples of the
+    // scales, so they read back exactly (model_weights.h).
+    if (has_k && has_v) return;
     const std::string missing = !has_k && !has_v ? "cache.k_scale and cache.v_scale are"
                                 : !has_k         ? "cache.k_scale is"
                                                  : "cache.v_scale is";
@@ -97,7 +85,8 @@ void validate_scales(const CacheSpec& c, const Json& doc) {
 }
 
 // The hybrid pool (scenario.h): linear layers need it, it needs a linear layer, and the attention
-// layers that share its blocks must keep a block's K and V together.
+// layers that share its blocks must keep a block's K and V together. Prefix caching is fine:
+// hits recompute the linear layers' state (scheduler.h).
 void validate_pool(const Scenario& s, const Json& doc) {
   const auto linear = first_layer(s.model, LayerKind::linear);
   const auto attention = first_layer(s.model, LayerKind::attention);
@@ -117,11 +106,6 @@ void validate_pool(const Scenario& s, const Json& doc) {
                      "attention layer): use \"interleaved\"",
                      got(doc, "/cache/layout", quoted(to_string(s.cache.layout))),
                      layer_pointer(*attention)));
-  if (linear && s.engine.prefix_caching)
-    fail("/engine/prefix_caching",
-         fmt::format("{}, but {} is a linear layer: prefix caching of recurrent state is not "
-                     "modelled; set it to false",
-                     got(doc, "/engine/prefix_caching", "true"), layer_pointer(*linear)));
 }
 
 void validate_engine(const EngineSpec& e, const Json& doc) {

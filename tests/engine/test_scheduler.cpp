@@ -103,6 +103,12 @@ struct Sim {
       }
       for (int32_t p = c.start; p < c.start + c.num_tokens; ++p) {
         const int32_t b = r.block_ids[p / bs];
+        if (p / bs < r.shared_prefix_blocks) {  // recomputed from a prefix hit: not written
+          EXPECT_EQ(kv[b][p % bs], r.token_at(p)) << "request " << r.id << " shares block " << b
+                                                  << " that does not hold its prefix";
+          ++recomputed_hit_tokens;
+          continue;
+        }
         EXPECT_EQ(pool.ref_count(b), 1) << "writing into shared block " << b;
         kv[b][p % bs] = r.token_at(p);
       }
@@ -141,7 +147,11 @@ struct Sim {
       for (const auto& c : out.chunks) {
         if (c.request_id == r->id) end = c.start + c.num_tokens;
       }
-      ASSERT_EQ(static_cast<int32_t>(r->block_ids.size()), blocks_for(end)) << "request " << r->id;
+      // A hybrid request recomputing a prefix hit holds the hit's blocks from admission on.
+      ASSERT_EQ(static_cast<int32_t>(r->block_ids.size()),
+                std::max(blocks_for(end), r->shared_prefix_blocks))
+          << "request " << r->id;
+      ASSERT_TRUE(state_blocks > 0 || r->shared_prefix_blocks == 0) << "request " << r->id;
       const std::set<int32_t> distinct(r->block_ids.begin(), r->block_ids.end());
       ASSERT_EQ(distinct.size(), r->block_ids.size());
       for (int32_t b : r->block_ids) ++holders[b];
@@ -156,7 +166,8 @@ struct Sim {
     ASSERT_EQ(holders.count(0), 0u);
     for (int32_t b = 1; b < pool.num_blocks(); ++b) ASSERT_EQ(pool.ref_count(b), holders[b]);
     for (const Request* r : sched.waiting()) {
-      ASSERT_TRUE(r->block_ids.empty() && r->num_computed_tokens == 0 && r->state_block == -1)
+      ASSERT_TRUE(r->block_ids.empty() && r->num_computed_tokens == 0 && r->state_block == -1 &&
+                  r->shared_prefix_blocks == 0)
           << "request " << r->id;
     }
   }
@@ -191,7 +202,7 @@ struct Sim {
   std::vector<Request> reqs;
   std::vector<std::vector<int32_t>> kv;  // [block][slot] -> token id stored there
   int32_t step_no = 0;
-  int64_t prefix_hits = 0, computed_tokens = 0;
+  int64_t prefix_hits = 0, computed_tokens = 0, recomputed_hit_tokens = 0;
 };
 
 std::vector<Request> random_requests(uint32_t seed, int32_t n, int32_t max_prompt,
@@ -402,19 +413,82 @@ TEST(Scheduler, SmallPoolsPreemptAndEveryRequestStillFinishes) {
 
 TEST(Scheduler, HybridRequestsHoldOneStateBlockFromTheSamePool) {
   int32_t preemptions = 0;
+  int64_t recomputed_hits = 0;
   for (int32_t bs : {1, 3, 7, 16}) {
-    for (uint32_t seed = 0; seed < 6; ++seed) {
-      SCOPED_TRACE(testing::Message() << "bs " << bs << " seed " << seed);
-      auto rs = random_requests(seed * 31 + bs, 10, 24, 12, 3);
-      // The largest request fits alone with its state block, with a little slack.
-      const int32_t num_blocks = 2 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
-      const int32_t budget = 1 + static_cast<int32_t>(seed * 7 % 20);
-      Sim sim(engine_spec(budget, 6, false), num_blocks, bs, std::move(rs), 1);
-      sim.run_to_completion();
-      preemptions += sim.num_preemptions();
+    for (bool prefix : {false, true}) {
+      for (uint32_t seed = 0; seed < 6; ++seed) {
+        SCOPED_TRACE(testing::Message() << "bs " << bs << " prefix " << prefix << " seed " << seed);
+        auto rs = random_requests(seed * 31 + bs, 10, 24, 12, 3);
+        if (prefix) {  // give half of them a common 10-token head
+          for (size_t i = 0; i < rs.size(); i += 2) {
+            for (int32_t p = 0; p < std::min<int32_t>(10, rs[i].prompt.size()); ++p) {
+              rs[i].prompt[p] = 40 + p;
+            }
+          }
+        }
+        // The largest request fits alone with its state block, with a little slack.
+        const int32_t num_blocks = 2 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
+        const int32_t budget = 1 + static_cast<int32_t>(seed * 7 % 20);
+        Sim sim(engine_spec(budget, 6, prefix), num_blocks, bs, std::move(rs), 1);
+        sim.run_to_completion();
+        preemptions += sim.num_preemptions();
+        recomputed_hits += sim.recomputed_hit_tokens;
+      }
     }
   }
   EXPECT_GT(preemptions, 5);
+  EXPECT_GT(recomputed_hits, 0);
+}
+
+// Prefix caching on a hybrid pool (scheduler.h): a hit shares the cached blocks, but the request
+// computes from position 0 (its linear layers' state at the hit is unknown) and leaves the shared
+// blocks as they are.
+TEST(Scheduler, HybridPrefixHitsShareBlocksAndRecomputeEveryPosition) {
+  for (int32_t budget : {4, 64}) {  // the first chunk ends inside the hit, or past it
+    SCOPED_TRACE(budget);
+    Request a = make_request(0, 7, 1, 0);  // caches 2 full blocks of 3
+    Request b = a;
+    b.id = 1;
+    b.arrival_step = 3;
+    b.prompt.push_back(9);
+    b.max_new_tokens = 3;
+    Sim sim(engine_spec(budget, 4, true), 12, 3, {a, b}, 1);
+    while (sim.step_no < 3) sim.step();
+    ASSERT_EQ(sim.reqs[0].status, RequestStatus::finished);
+    const auto out = sim.step();
+    EXPECT_EQ(out.prefix_hit_blocks, 2);
+    EXPECT_EQ(chunks_of(out), budget == 4 ? "1:0+4" : "1:0+8s");  // from 0, not from 6
+    const Request& r = sim.reqs[1];
+    EXPECT_EQ(r.shared_prefix_blocks, 2);
+    EXPECT_EQ(sim.pool.ref_count(r.block_ids[0]), 1);  // a's reference went with a: cached only
+    sim.run_to_completion();
+    EXPECT_EQ(sim.recomputed_hit_tokens, 6);  // the hit's 6 positions, each computed once more
+  }
+}
+
+TEST(Scheduler, HybridPrefixCachingSavesBlocksNotCompute) {
+  WorkloadSpec w;
+  w.num_requests = 12;
+  w.prompt_len = {20, 40};
+  w.new_tokens = {2, 8};
+  w.prefix_groups = 3;
+  w.shared_prefix_len = 16;
+  w.arrival_step = {0, 6};
+  int64_t computed[2] = {0, 0}, allocated[2] = {0, 0};
+  for (bool prefix : {false, true}) {
+    for (int32_t budget : {5, 32}) {
+      SCOPED_TRACE(testing::Message() << "prefix " << prefix << " budget " << budget);
+      Sim sim(engine_spec(budget, 4, prefix), 200, 3, make_workload(w, 7, 101), 1);
+      sim.run_to_completion();
+      EXPECT_EQ(sim.num_preemptions(), 0);
+      computed[prefix] += sim.computed_tokens;
+      allocated[prefix] += sim.pool.num_allocations();
+      EXPECT_TRUE(prefix ? sim.prefix_hits >= 5 * 5 : sim.prefix_hits == 0) << sim.prefix_hits;
+      EXPECT_EQ(sim.recomputed_hit_tokens, 3 * sim.prefix_hits);  // blocks of 3
+    }
+  }
+  EXPECT_EQ(computed[1], computed[0]);
+  EXPECT_LT(allocated[1], allocated[0]);
 }
 
 TEST(Scheduler, AdmissionWaitsUntilTheStateBlockFitsToo) {

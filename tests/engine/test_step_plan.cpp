@@ -64,6 +64,23 @@ TEST(StepPlan, OrdersDecodesThenContextPrefillsThenFreshPrefills) {
   EXPECT_EQ(p.tokens[2], 3);
 }
 
+// A hybrid request recomputing a prefix hit (scheduler.h) writes none of the hit's blocks: its
+// rows there have slot -1, like padded rows; the rows past the hit are written as usual.
+TEST(StepPlan, RowsInSharedPrefixBlocksAreNotWritten) {
+  PlanFixture f;
+  f.reqs[0].shared_prefix_blocks = 2;  // positions 0-5
+  SchedulerOutput out;
+  out.chunks = {{0, 0, 8, false, false}, {1, 4, 3, false, false}};
+  const StepPlan p = build_step_plan(out, f.sched, f.limits());
+  ASSERT_EQ(p.num_rows, 11);
+  for (int32_t row = 0; row < 3; ++row)  // request 1 (with context) has none: written
+    EXPECT_EQ(p.slot_mapping[row], f.reqs[1].block_ids[(4 + row) / 3] * 3 + (4 + row) % 3);
+  for (int32_t pos = 0; pos < 8; ++pos)
+    EXPECT_EQ(p.slot_mapping[3 + pos], pos < 6 ? -1 : f.reqs[0].block_ids[2] * 3 + pos % 3)
+        << "position " << pos;
+  EXPECT_EQ(p.prefill_ctx_lens, std::vector<int32_t>({4, 0}));  // recomputed: no context
+}
+
 TEST(StepPlan, DecodeOnlyStepIsPaddedToTheSmallestCaptureSize) {
   PlanFixture f;
   SchedulerOutput out;

@@ -25,7 +25,8 @@ TEST(RefMla, WeightsFollowTheLatentConstantScheme) {
   ASSERT_EQ(lw.wdkv.size(), (R + P) * hid);
   ASSERT_EQ(lw.wq_abs.size(), H * (R + P) * hid);
   for (size_t i = 0; i < hid; ++i) EXPECT_EQ(lw.wdkv[i], 0.0f);
-  EXPECT_EQ(lw.bdkv[0], kLatentConstant);
+  EXPECT_EQ(lw.bdkv[0], w.latent_constant);
+  EXPECT_EQ(w.latent_constant, 1.0f);  // a bf16 cache: no scale
   for (size_t i = 1; i < R + P; ++i) EXPECT_EQ(lw.bdkv[i], 0.0f);
   for (size_t row = 0; row < H * D; ++row) {
     EXPECT_EQ(lw.wuk[row * R], 0.0f) << row;

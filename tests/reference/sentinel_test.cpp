@@ -1,6 +1,8 @@
 // The sentinel scheme of model_weights.h as the reference sees it: in every attention and mla
 // layer, feature 0 of head 0 of o is exactly the sentinel as read back from the cache — the amax
-// of every correct batch — and no element of o is larger, for every cache dtype and scale.
+// of every correct batch — and no element of o is larger, for every cache dtype and scale; with
+// weights made for the cache, the constants read back as exactly themselves, also for calibrated
+// (non-power-of-two) fp8 scales.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,8 +22,13 @@ float read_back_sentinel(const ModelWeights& w, size_t layer, const CacheSpec& c
   const bool fp8 = c.dtype == DType::fp8_e4m3;
   if (w.layers[layer].kind == LayerKind::attention)
     return round_through_scaled(w.sentinel, c.dtype, fp8 ? c.v_scale : 1.0f);
-  return w.sentinel / kLatentConstant *
-         round_through_scaled(kLatentConstant, c.dtype, fp8 ? c.k_scale : 1.0f);
+  return w.mla_sentinel / w.latent_constant *
+         round_through_scaled(w.latent_constant, c.dtype, fp8 ? c.k_scale : 1.0f);
+}
+
+bool is_pow2(double x) {
+  int exp = 0;
+  return std::frexp(x, &exp) == 0.5;
 }
 
 // o of one attention-like layer at one position: the sentinel where it belongs, nothing larger.
@@ -33,8 +40,7 @@ testing::AssertionResult sentinel_holds(const ModelWeights& w, size_t layer, con
   if (!(w.quant_scale(layer, c) == static_cast<float>(o[0]) / 448.0f))
     return testing::AssertionFailure()
            << "quant_scale " << w.quant_scale(layer, c) << " != o[0] / 448 with o[0] = " << o[0];
-  // (rs / 448) * 448 == rs is not true of every float, but it is of these read-back values.
-  if (!(w.quant_scale(layer, c) * 448.0f == rs))
+  if (!(w.quant_scale(layer, c) == rs / 448.0f))
     return testing::AssertionFailure() << "quant_scale * 448 != read-back sentinel " << rs;
   // Attention: every query head of KV group 0 reads the sentinel feature; mla: head 0 only.
   const int32_t heads =
@@ -60,22 +66,84 @@ const std::vector<std::vector<LayerKind>> kLayouts = {
 TEST(Sentinel, WeightsCarryOnePowerOfTwo) {
   for (const auto& layers : kLayouts) {
     const ModelWeights w = make_model_weights(small_spec(layers));
-    int exp = 0;
-    EXPECT_EQ(std::frexp(w.sentinel, &exp), 0.5f) << "not a power of two: " << w.sentinel;
+    EXPECT_TRUE(is_pow2(w.sentinel)) << "not a power of two: " << w.sentinel;
+    EXPECT_EQ(w.mla_sentinel, w.sentinel);
+    EXPECT_EQ(w.latent_constant, 1.0f);
     for (const LayerWeights& lw : w.layers) {
       if (lw.kind == LayerKind::attention) {
         EXPECT_EQ(lw.bv[0], w.sentinel);
       } else if (lw.kind == LayerKind::mla) {
-        EXPECT_EQ(lw.wuv[0], w.sentinel / kLatentConstant);
+        EXPECT_EQ(lw.bdkv[0], 1.0f);
+        EXPECT_EQ(lw.wuv[0], w.sentinel);
       }
     }
   }
 }
 
+// Scenarios with power-of-two scales keep the weights (and so the results) they had before
+// calibrated scales were accepted: the same weights as for a bf16 cache.
+TEST(Sentinel, PowerOfTwoScalesKeepTheWeights) {
+  for (const auto& layers : kLayouts) {
+    const ModelWeights bf16 = make_model_weights(small_spec(layers));
+    for (const CacheSpec& c : {test::cache_of(DType::fp8_e4m3, 0.0625f, 0.125f),
+                               test::cache_of(DType::fp8_e4m3, 1.0f, 0.25f),
+                               test::cache_of(DType::f32), test::cache_of(DType::f16)}) {
+      const ModelWeights w = make_model_weights(small_spec(layers), c);
+      EXPECT_EQ(w.sentinel, bf16.sentinel) << describe(c);
+      EXPECT_EQ(w.mla_sentinel, bf16.mla_sentinel) << describe(c);
+      EXPECT_EQ(w.latent_constant, 1.0f) << describe(c);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        EXPECT_EQ(w.layers[l].bv, bf16.layers[l].bv) << describe(c) << ", layer " << l;
+        EXPECT_EQ(w.layers[l].bdkv, bf16.layers[l].bdkv) << describe(c) << ", layer " << l;
+        EXPECT_EQ(w.layers[l].wuv, bf16.layers[l].wuv) << describe(c) << ", layer " << l;
+      }
+    }
+  }
+}
+
+// A calibrated scale: each constant is a power-of-two multiple of the scale its cache reads it
+// back with, so it survives the fp8 round trip exactly; the mla sentinel is a power-of-two
+// multiple of the latent constant, so Wuv_0[0][0] is a power of two and the product exact.
+TEST(Sentinel, CalibratedScalesReadBackExactly) {
+  const std::vector<LayerKind> layers = {LayerKind::attention, LayerKind::mla};
+  const ModelWeights bf16 = make_model_weights(small_spec(layers));
+  for (const auto& [ks, vs] : {std::pair{0.0173f, 0.0221f}, std::pair{0.05f, 0.37f},
+                               std::pair{0.3f, 0.0917f}, std::pair{3.1f, 1.7f}}) {
+    const CacheSpec c = test::cache_of(DType::fp8_e4m3, ks, vs);
+    const ModelWeights w = make_model_weights(small_spec(layers), c);
+    EXPECT_TRUE(is_pow2(w.sentinel / vs)) << w.sentinel << " / " << vs;
+    EXPECT_TRUE(is_pow2(w.latent_constant / ks)) << w.latent_constant << " / " << ks;
+    EXPECT_TRUE(is_pow2(w.mla_sentinel / w.latent_constant)) << w.mla_sentinel;
+    EXPECT_TRUE(is_pow2(w.layers[1].wuv[0])) << w.layers[1].wuv[0];
+    EXPECT_EQ(w.layers[1].wuv[0] * w.latent_constant, w.mla_sentinel);
+    EXPECT_EQ(round_through_scaled(w.latent_constant, c.dtype, ks), w.latent_constant);
+    // The code saturates to 448 where the scale is too small for the model's values
+    // (model_weights.h): every value then reads back at most 448 x v_scale, the sentinel too.
+    const bool saturated = w.sentinel / vs > 256.0f;
+    if (vs > 0.3f) {
+      EXPECT_FALSE(saturated) << describe(c);  // 256 x v_scale is above this model's sentinel
+    }
+    const float read_back = saturated ? 448.0f * vs : w.sentinel;
+    EXPECT_EQ(round_through_scaled(w.sentinel, c.dtype, vs), read_back) << describe(c);
+    // The smallest multiple at or above the bf16 model's (power-of-two) sentinel, so that the
+    // drift check's floor is not lower than with power-of-two scales; the latent constant within
+    // sqrt(2) of 1.
+    EXPECT_GE(w.sentinel, bf16.sentinel) << describe(c);
+    EXPECT_LT(w.sentinel, bf16.sentinel * 2.0f) << describe(c);
+    EXPECT_GE(w.mla_sentinel, bf16.sentinel) << describe(c);
+    EXPECT_LT(w.mla_sentinel, bf16.sentinel * 2.0f) << describe(c);
+    EXPECT_GE(w.latent_constant, 0.7f);
+    EXPECT_LE(w.latent_constant, 1.42f);
+    EXPECT_EQ(w.quant_scale(0, c), read_back / 448.0f);
+    EXPECT_EQ(w.quant_scale(1, c), w.mla_sentinel / 448.0f);
+  }
+}
+
 TEST(Sentinel, HoldsOnRandomSequencesForEveryCache) {
   for (const auto& layers : kLayouts) {
-    const ModelWeights w = make_model_weights(small_spec(layers));
+    const float pow2_sentinel = make_model_weights(small_spec(layers)).sentinel;
     for (const CacheSpec& c : all_caches()) {
+      const ModelWeights w = make_model_weights(small_spec(layers), c);
       for (uint64_t seed : {11u, 12u}) {
         RefSequence ref(w, c);
         const std::vector<int32_t> tokens = test::random_tokens(seed, 24, w.spec.vocab_size);
@@ -92,8 +160,9 @@ TEST(Sentinel, HoldsOnRandomSequencesForEveryCache) {
           }
         }
         // A bound so loose that the sentinel dwarfs every real value would make the drift check
-        // of head 0 (whose norm the sentinel dominates) blind; within 16x is what the bounds give.
-        EXPECT_GT(largest_other, w.sentinel / 16.0) << describe(c);
+        // of head 0 (whose norm the sentinel dominates) blind; within 16x of the power-of-two
+        // sentinel is what the bounds give (a calibrated scale's sentinel is below twice that).
+        EXPECT_GT(largest_other, pow2_sentinel / 16.0) << describe(c);
       }
     }
   }
@@ -149,6 +218,7 @@ TEST(Sentinel, HoldsForTheWorstInputOfEveryFeature) {
   // Each `worst` candidate is |v_j| of an actual input (before the cache rounds), so the sentinel
   // must be at least 1.15 x the largest of them.
   EXPECT_GE(w.sentinel, 1.15 * worst);
+  EXPECT_GE(w.mla_sentinel, 1.15 * worst);
 }
 
 }  // namespace

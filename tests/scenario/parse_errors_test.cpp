@@ -63,7 +63,11 @@ const BadCase kBadCases[] = {
 
     // ---- types ----
     {"string_for_integer", R"({"format": 1, "model": {"num_q_heads": "4"}})",
-     "/model/num_q_heads", R"(got "4" (a string), expected an integer from 1 to 64)"},
+     "/model/num_q_heads", R"(got "4" (a string), expected an integer from 1 to 256)"},
+    {"q_heads_above_256", R"({"format": 1, "model": {"num_q_heads": 257, "num_kv_heads": 1}})",
+     "/model/num_q_heads", "got 257, expected an integer from 1 to 256"},
+    {"kv_heads_above_256", R"({"format": 1, "model": {"num_q_heads": 256, "num_kv_heads": 512}})",
+     "/model/num_kv_heads", "got 512, expected an integer from 1 to 256"},
     {"fraction_for_integer", R"({"format": 1, "cache": {"block_size": 3.5}})",
      "/cache/block_size", "got 3.5, expected an integer from 1 to 256"},
     {"bool_for_integer", R"({"format": 1, "workload": {"epochs": true}})", "/workload/epochs",
@@ -147,9 +151,6 @@ const BadCase kBadCases[] = {
      "/model/qk_rope_dim", "got 257, expected an integer from 0 to 256"},
 
     // ---- dequantisation scales, per field ----
-    {"scale_not_power_of_two",
-     R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 0.0625, "v_scale": 0.05}})",
-     "/cache/v_scale", "got 0.05, expected a power of two (e.g. 0.0625 or 0.125)"},
     {"scale_zero", R"({"format": 1, "cache": {"dtype": "fp8_e4m3", "k_scale": 0, "v_scale": 1}})",
      "/cache/k_scale",
      "got 0, expected a finite number greater than 0 and at most 3.4028234663852886e+38"},
@@ -221,15 +222,6 @@ const BadCase kBadCases[] = {
      R"({"format": 1, "model": {"layers": ["attention", "linear"]},
          "cache": {"layout": "plain", "pool": "hybrid"}, "engine": {"prefix_caching": false}})",
      "/cache/layout", R"(got "plain", but a hybrid pool keeps K and V of a block together)"},
-    {"linear_with_default_prefix_caching",
-     R"({"format": 1, "model": {"layers": ["mla", "linear"]}, "cache": {"pool": "hybrid"}})",
-     "/engine/prefix_caching",
-     "got true (the default), but /model/layers/1 is a linear layer: prefix caching of recurrent "
-     "state is not modelled; set it to false"},
-    {"linear_with_written_prefix_caching",
-     R"({"format": 1, "model": {"layers": ["linear"]}, "cache": {"pool": "hybrid"},
-         "engine": {"prefix_caching": true}})",
-     "/engine/prefix_caching", "got true, but /model/layers/0 is a linear layer"},
     {"cache_too_small_for_the_state_block",
      R"({"format": 1, "model": {"layers": ["linear"]},
          "cache": {"pool": "hybrid", "num_blocks": 6, "block_size": 16},

@@ -196,11 +196,46 @@ TEST(ParseScenario, HybridPoolWithoutAttentionLayersMayKeepThePlainLayout) {
   EXPECT_EQ(s.cache.layout, KvLayout::plain);
 }
 
+// Prefix caching on a hybrid pool: hits share the KV blocks and recompute the linear layers'
+// state (scheduler.h); the default (true) stands.
+TEST(ParseScenario, HybridPoolWithPrefixCaching) {
+  const Scenario s = parse_ok(R"({"format": 1, "model": {"layers": ["mla", "linear"]},
+                                  "cache": {"pool": "hybrid"}})");
+  EXPECT_TRUE(s.engine.prefix_caching);
+  const Scenario w = parse_ok(R"({"format": 1, "model": {"layers": ["linear", "attention"]},
+                                  "cache": {"pool": "hybrid", "layout": "interleaved"},
+                                  "engine": {"prefix_caching": true}})");
+  EXPECT_TRUE(w.engine.prefix_caching);
+}
+
 TEST(ParseScenario, Fp8ScalesKeepTheirFloatValue) {
   const Scenario s = parse_ok(R"({"format": 1, "cache": {"dtype": "fp8_e4m3",
                                   "k_scale": 0.0625, "v_scale": 1.7014118346046923e+38}})");
   EXPECT_EQ(s.cache.k_scale, 0.0625f);
   EXPECT_EQ(s.cache.v_scale, 0x1p127f);  // the largest power of two a float holds
+}
+
+// Real shapes (issue 21): DeepSeek-V3's 128 MLA query heads, Llama-3.1-405B's 128 over 8 KV heads,
+// and the format's bound, 256.
+TEST(ParseScenario, RealHeadCountsAreAccepted) {
+  const Scenario mla = parse_ok(R"({"format": 1, "model": {"layers": ["mla"], "num_q_heads": 128,
+                                                           "num_kv_heads": 1}})");
+  EXPECT_EQ(mla.model.num_q_heads, 128);
+  const Scenario gqa = parse_ok(R"({"format": 1, "model": {"num_q_heads": 128,
+                                                           "num_kv_heads": 8}})");
+  EXPECT_EQ(gqa.model.num_kv_heads, 8);
+  const Scenario most = parse_ok(R"({"format": 1, "model": {"num_q_heads": 256,
+                                                            "num_kv_heads": 256}})");
+  EXPECT_EQ(most.model.num_kv_heads, 256);
+}
+
+// Calibrated scales (amax / 448 of a real model's K and V) are rarely powers of two; the model
+// makes its constant features power-of-two multiples of them (model_weights.h).
+TEST(ParseScenario, CalibratedFp8ScalesAreAccepted) {
+  const Scenario s = parse_ok(R"({"format": 1, "cache": {"dtype": "fp8_e4m3",
+                                  "k_scale": 0.0173, "v_scale": 0.0917}})");
+  EXPECT_EQ(s.cache.k_scale, 0.0173f);
+  EXPECT_EQ(s.cache.v_scale, 0.0917f);
 }
 
 TEST(ParseScenario, NameDefaultsWithoutAPath) {
