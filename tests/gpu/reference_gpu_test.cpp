@@ -71,7 +71,7 @@ class ReferenceGpu : public ::testing::TestWithParam<Case> {
 TEST_P(ReferenceGpu, AgreesWithTheCpuReference) {
   const Case& c = GetParam();
   const Scenario s = scenario_of(c);
-  const ModelWeights w = make_model_weights(s.model);
+  const ModelWeights w = make_model_weights(s.model, s.cache);
   auto gpu = make_cuda_reference(s, w);
   HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
   const int32_t q_dim = c.heads * c.dim, L = static_cast<int32_t>(c.layers.size());
@@ -163,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
   if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
   const Scenario s = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
-  const ModelWeights w = make_model_weights(s.model);
+  const ModelWeights w = make_model_weights(s.model, s.cache);
   auto gpu = make_cuda_reference(s, w);
   std::vector<int32_t> t(49, 3);
   gpu->begin_epoch();
