@@ -249,7 +249,8 @@ RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLib
   BackendDevice device(builtin, lib, placement.ops,
                        BackendWatch{.record = record, .sync_each_op = b.sync_each_op});
   RunResult result = run_scenario(s, device, hooks);
-  result.coverage_gaps = coverage_gaps(s, run_coverage(result.epochs));
+  result.coverage_gaps =
+      coverage_gaps(s, run_coverage(result.epochs), device.has_paged_prefill());
   result.backend = backend_report(device, placement);
   // A backend that ran nothing judged nothing: never let that read as a pass.
   if (result.backend->backend_calls() == 0)

@@ -140,11 +140,16 @@ RunCoverage run_coverage(const std::vector<EpochStats>& epochs) {
   return c;
 }
 
-std::vector<CoverageGap> coverage_gaps(const Scenario& s, const RunCoverage& c) {
+std::vector<CoverageGap> coverage_gaps(const Scenario& s, const RunCoverage& c,
+                                       bool fused_prefill) {
   std::vector<CoverageGap> gaps;
   for (const RegressionInfo& r : all_regressions()) {
     if (!s.regressions.has(r.id)) continue;
     const std::string name(r.name);
+    if (fused_prefill && r.level == RegressionLevel::prefill_chain)
+      gaps.push_back({name, "backend.paged_prefill",
+                      "needs the engine's gather_kv -> varlen_attention -> merge_states chain for "
+                      "prefill rows, but the backend's fused paged_prefill replaced it"});
     for (SettingGap& g : setting_gaps(r.id, s))
       gaps.push_back({name, std::move(g.field), std::move(g.message)});
     for (Mechanism m : r.needs) {

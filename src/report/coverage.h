@@ -35,8 +35,10 @@ int64_t mechanism_count(const EpochCounters& c, Mechanism m);
 RunCoverage run_coverage(const std::vector<EpochStats>& epochs);
 
 // In registry order, for each regression `s` switches on: the settings of `s` that keep it from
-// showing (named by their field: "cache.dtype"), then each mechanism it needs that `c` counts
-// none of.
-std::vector<CoverageGap> coverage_gaps(const Scenario& s, const RunCoverage& c);
+// showing (named by their field: "cache.dtype"; "backend.paged_prefill" for a prefill-chain
+// regression when a backend's fused paged_prefill replaced the chain), then each mechanism it
+// needs that `c` counts none of.
+std::vector<CoverageGap> coverage_gaps(const Scenario& s, const RunCoverage& c,
+                                       bool fused_prefill = false);
 
 }  // namespace kv

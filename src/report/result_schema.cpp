@@ -114,7 +114,9 @@ Json coverage_gaps_schema() {
       {"mechanism", described("The coverage counter that stayed 0, or the scenario field under "
                               "which the regression cannot show (cache.dtype, cache.layout, "
                               "engine.zero_init_outputs, engine.zero_new_blocks, "
-                              "faults.freed_blocks, model.layers).",
+                              "faults.freed_blocks, model.layers; backend.paged_prefill: a "
+                              "backend's fused prefill replaced the chain a prefill-chain "
+                              "regression lives in).",
                               Json{{"type", "string"}})},
       {"message", described("One line: \"needs recycled blocks, but the pool never turned "
                             "over (...)\".",

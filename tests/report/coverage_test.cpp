@@ -150,6 +150,13 @@ TEST(Coverage, SettingsThatRuleARegressionOutAreNamedByTheirField) {
   s.model.layers = {LayerKind::attention, LayerKind::linear};
   s.cache.pool = PoolKind::hybrid;
   EXPECT_TRUE(coverage_gaps(s, all).empty());
+  EXPECT_TRUE(coverage_gaps(s, all, true).empty()) << "an engine-level one: any prefill path";
+
+  // A backend's fused prefill takes the two prefill-chain regressions out of reach.
+  s = with_regression(Regression::merge_ignores_context_count);
+  EXPECT_TRUE(coverage_gaps(s, all).empty());
+  ASSERT_EQ(coverage_gaps(s, all, true).size(), 1u);
+  EXPECT_EQ(coverage_gaps(s, all, true)[0].mechanism, "backend.paged_prefill");
 }
 
 TEST(Coverage, TheResultCarriesCoverageAndGaps) {
