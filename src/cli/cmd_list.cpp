@@ -49,9 +49,12 @@ const char* role_name(OpRole r) {
 nlohmann::json list_json() {
   nlohmann::json regs = nlohmann::json::array(), ops = nlohmann::json::array(),
                  sites = nlohmann::json::array(), devices = nlohmann::json::array();
-  for (const auto& r : all_regressions())
+  for (const auto& r : all_regressions()) {
+    nlohmann::json needs = nlohmann::json::array();
+    for (Mechanism m : r.needs) needs.push_back(mechanism_info(m).name);
     regs.push_back({{"name", r.name}, {"models", r.models}, {"bug_class", r.bug_class},
-                    {"level", to_string(r.level)}});
+                    {"level", to_string(r.level)}, {"needs", needs}});
+  }
   for (const auto& o : all_device_ops())
     ops.push_back({{"name", o.name}, {"role", role_name(o.role)}, {"description", o.does}});
   for (const auto& c : all_check_sites())
@@ -85,6 +88,9 @@ void print_list(std::ostream& os) {
                : "prefill chain (the engine's gather -> varlen -> merge calls: no effect under a "
                  "backend's fused paged_prefill)")
        << '\n';
+    std::vector<std::string> needs;
+    for (Mechanism m : r.needs) needs.emplace_back(mechanism_info(m).name);
+    os << "      needs: " << join(needs) << " (the result's coverage counts them)\n";
   }
   size_t width = 0;
   for (const auto& o : all_device_ops()) width = std::max(width, o.name.size() + 2);

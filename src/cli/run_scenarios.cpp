@@ -38,6 +38,7 @@
 #include "kernels/cuda/decode_path_env.h"
 #include "report/atomic_write.h"
 #include "report/console_table.h"
+#include "report/coverage.h"
 #include "report/format.h"
 #include "report/result_json.h"
 
@@ -57,16 +58,24 @@ struct WorkerInternalError : std::logic_error {
   using std::logic_error::logic_error;
 };
 
-void warn_mismatch(const std::string& scenario, Expectation expected) {
+// `gaps`: the result's coverage_gaps, what kept the run from reaching its regressions.
+void warn_mismatch(const std::string& scenario, Expectation expected,
+                   const nlohmann::json& gaps) {
   if (expected == Expectation::clean) {
     spdlog::warn("{}: corruption found where the scenario expects clean output", scenario);
     spdlog::warn("  hint: rerun with -v for per-epoch progress; if the corruption is the point "
                  "(a regression is on), pass --expect corrupt");
-  } else {
-    spdlog::warn("{}: the expected corruption was not found", scenario);
-    spdlog::warn("  hint: check that the regression is on (--regression NAME, `kvcheck list`) "
-                 "and that the workload reaches it (epochs > 1, poisoned freed blocks)");
+    return;
   }
+  spdlog::warn("{}: the expected corruption was not found", scenario);
+  if (gaps.is_array() && !gaps.empty()) {
+    for (const auto& g : gaps)
+      spdlog::warn("  hint: regression {} {}", g.value("regression", std::string()),
+                   g.value("message", std::string()));
+    return;
+  }
+  spdlog::warn("  hint: check that the regression is on (--regression NAME, `kvcheck list`) "
+               "and that the workload reaches it (the result's coverage says what it exercised)");
 }
 
 // Inside `catch (...)`: says why the run could not be carried out.
@@ -232,13 +241,19 @@ RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLib
   const ReferenceSetup reference =
       choose_reference(s, opts.reference_device, builtin, opts.max_memory);
   const HarnessHooks hooks = progress_hooks(s, deadline, record);
-  if (!lib) return run_scenario(s, builtin, hooks, reference);
+  if (!lib) {
+    RunResult result = run_scenario(s, builtin, hooks, reference);
+    result.coverage_gaps = coverage_gaps(s, run_coverage(result.epochs));
+    return result;
+  }
   PlacementRequest req{.pinned_builtin = {}, .allow_fallback = b.allow_fallback};
   for (const auto& name : b.pinned) req.pinned_builtin.push_back(*abi_op_from_name(name));
   const Placement placement = place_ops(*lib, req, s);
   BackendDevice device(builtin, lib, placement.ops,
                        BackendWatch{.record = record, .sync_each_op = b.sync_each_op});
   RunResult result = run_scenario(s, device, hooks, reference);
+  result.coverage_gaps =
+      coverage_gaps(s, run_coverage(result.epochs), device.has_paged_prefill());
   result.backend = backend_report(device, placement);
   // A backend that ran nothing judged nothing: never let that read as a pass.
   if (result.backend->backend_calls() == 0)
@@ -521,7 +536,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                         : "");
       status = kExitMismatch;
     } else if (!rep.meets_expectation) {
-      warn_mismatch(rep.name, rep.expected);
+      warn_mismatch(rep.name, rep.expected, rep.doc.value("coverage_gaps", nlohmann::json()));
       status = kExitMismatch;
     }
   }

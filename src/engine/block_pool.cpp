@@ -19,7 +19,8 @@ BlockPool::BlockPool(int32_t num_blocks, bool prefix_caching)
       hash_(num_blocks, 0),
       group_(num_blocks, BlockGroup::kv),
       in_newly_allocated_(num_blocks, 0),
-      in_released_(num_blocks, 0) {
+      in_released_(num_blocks, 0),
+      handed_out_(num_blocks, 0) {
   if (num_blocks < 2) {
     throw std::invalid_argument("BlockPool needs at least 2 blocks (block 0 is reserved), got " +
                                 std::to_string(num_blocks));
@@ -87,6 +88,8 @@ std::vector<int32_t> BlockPool::allocate(int32_t n, BlockGroup group) {
     }
     ref_[b] = 1;
     ++allocations_;
+    if (handed_out_[b]) ++recycled_[static_cast<size_t>(group)];
+    handed_out_[b] = 1;
     group_[b] = group;
     note(newly_allocated_, in_newly_allocated_, b);
     out.push_back(b);

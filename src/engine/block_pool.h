@@ -16,6 +16,7 @@
 // whose content became stale (poisoned when faults ask).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -68,6 +69,8 @@ class BlockPool {
   int64_t num_prefix_hits() const { return prefix_hits_; }  // blocks taken by touch()
   int64_t num_evictions() const { return evictions_; }      // cached blocks evicted by allocate()
   int64_t num_allocations() const { return allocations_; }  // blocks handed out by allocate()
+  // Blocks allocate() handed to `group` that it had handed out before (to either group).
+  int64_t num_recycled(BlockGroup group) const { return recycled_[static_cast<size_t>(group)]; }
 
  private:
   void push_back(int32_t b);
@@ -92,8 +95,10 @@ class BlockPool {
   std::vector<int32_t> newly_allocated_, released_;
   std::vector<BlockGroup> group_;  // per block: the group that took it last
   std::vector<uint8_t> in_newly_allocated_, in_released_;
+  std::vector<uint8_t> handed_out_;  // per block: allocate() has handed it out before
 
   int64_t prefix_hits_ = 0, evictions_ = 0, allocations_ = 0;
+  std::array<int64_t, 2> recycled_{};  // per BlockGroup
 };
 
 }  // namespace kv

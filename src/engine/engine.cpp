@@ -18,6 +18,20 @@ std::vector<LayerKind> intersect(const std::vector<LayerKind>& a, std::initializ
   return out;
 }
 
+// The step's share of the coverage counters (epoch_counters.h).
+void count_mechanisms(const StepPlan& p, int32_t block_size, EpochCounters& c) {
+  if (p.use_graph) {
+    ++c.graph_replays;
+    c.padded_rows_replayed += p.padded_rows - p.num_rows;
+    for (int32_t r = 0; r < p.num_decode; ++r)
+      c.replayed_multiblock_rows += p.decode_seq_lens[r] > block_size ? 1 : 0;
+  }
+  c.prefill_rows_without_context += p.prefill_rows() - p.prefill_tokens_with_context;
+  c.prefill_context_tokens += p.total_context_tokens();
+  const bool without_context = p.num_prefill_seqs > p.num_context_seqs;
+  c.mixed_prefill_steps += p.num_context_seqs > 0 && without_context ? 1 : 0;
+}
+
 }  // namespace
 
 PlanLimits Engine::plan_limits(const Scenario& s, PadContract pad) {
@@ -84,6 +98,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
   const RunnerTiming timing_before = runner_.timing();
   for (auto& r : requests) sched.add(&r);
   const int64_t allocations_before = pool_.num_allocations();
+  const int64_t recycled_before = pool_.num_recycled(BlockGroup::kv);
   // The scheduler's clock: arrival steps are read against it. 64-bit, so a request arriving at
   // step 2^31 - 1 is fine; it counts idle steps too, which are skipped, not run.
   int64_t step = 0;
@@ -92,6 +107,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     apply_block_events();
     c.preemptions += static_cast<int64_t>(out.preempted.size());
     c.prefix_hit_blocks += out.prefix_hit_blocks;
+    c.boundary_prefix_hits += out.boundary_prefix_hits;
     if (out.chunks.empty()) {  // nothing has arrived yet (or everything waits on preemption)
       step = next_busy_step(step, sched);
       continue;
@@ -111,12 +127,14 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
       if (plan.chunks[j].samples)
         sampled[plan.chunk_source[j]] = std::max(0, outputs.sampled[plan.chunk_last_row(j)]);
     sched.update(out, sampled);
-    c.graph_replays += plan.use_graph ? 1 : 0;
+    count_mechanisms(plan, s_.cache.block_size, c);
     c.tokens += plan.num_rows;
     ++c.steps;
     ++step;
   }
   c.blocks_allocated = pool_.num_allocations() - allocations_before;
+  c.blocks_recycled = pool_.num_recycled(BlockGroup::kv) - recycled_before;
+  c.usable_blocks = pool_.num_blocks() - 1;
   c.forward_seconds = runner_.timing().forward_seconds - timing_before.forward_seconds;
   c.zero_init_seconds = runner_.timing().zero_init_seconds - timing_before.zero_init_seconds;
   return c;

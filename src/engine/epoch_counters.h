@@ -20,6 +20,25 @@ struct EpochCounters {
   // The zero-init mitigation's memsets (engine.zero_init_outputs), timed on their own right before
   // each step that runs them: what the mitigation costs. 0 when it is off.
   double zero_init_seconds = 0.0;
+
+  // ---- coverage: the mechanisms the epoch exercised (scenario/mechanisms.h) ----
+  // Blocks handed to the KV block tables that had been handed out before in the run (this epoch
+  // or an earlier one, to either block group): they hold what their last holder or a freed-block
+  // fill left. The free queue is FIFO, so none is until every usable block has been handed out.
+  int64_t blocks_recycled = 0;
+  // Graph replays: rows beyond the real ones (capture size - real rows, summed over replays), and
+  // the real decode rows whose sequence is longer than one block — the capture batch plans
+  // one-token rows, so these are the rows whose split-KV plan a stale capture plan gets wrong.
+  int64_t padded_rows_replayed = 0;
+  int64_t replayed_multiblock_rows = 0;
+  // Prefill rows of chunks with no cached context before them (a prompt's first chunk without a
+  // prefix hit): the merge must copy them through. And the cached tokens the other prefill chunks
+  // attend to, summed over steps: what the context gather reads.
+  int64_t prefill_rows_without_context = 0;
+  int64_t prefill_context_tokens = 0;
+  int64_t mixed_prefill_steps = 0;   // steps with prefill chunks both with context and without
+  int64_t boundary_prefix_hits = 0;  // admissions cached to their last token, at a block boundary
+  int64_t usable_blocks = 0;         // the pool's blocks less the null block (the same each epoch)
 };
 
 }  // namespace kv

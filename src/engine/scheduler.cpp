@@ -123,12 +123,15 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
       continue;
     }
     std::vector<int32_t> hits;
+    bool boundary_hit = false;
     if (pool_.prefix_caching()) {
       extend_block_hashes(*r);
       hits = pool_.find_cached_prefix(r->block_hashes);
-      // At least the last token is computed, so the step yields logits to sample from.
+      // At least the last token is computed, so the step yields logits to sample from. Only a
+      // hit on every block of a block-aligned sequence goes past that.
       const auto most_hits = static_cast<size_t>((r->num_tokens() - 1) / block_size_);
-      if (hits.size() > most_hits) hits.resize(most_hits);
+      boundary_hit = hits.size() > most_hits;
+      if (boundary_hit) hits.resize(most_hits);
     }
     const auto num_hits = static_cast<int32_t>(hits.size());
     // A request with recurrent state recomputes the hit's positions (scheduler.h).
@@ -152,6 +155,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t budget) {
     r->status = RequestStatus::running;
     running_.push_back(r);
     out.prefix_hit_blocks += num_hits;
+    out.boundary_prefix_hits += boundary_hit ? 1 : 0;
     out.chunks.push_back(make_chunk(*r, start, n));
     budget -= n;
     it = waiting_.erase(it);

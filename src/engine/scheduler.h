@@ -48,6 +48,9 @@ struct SchedulerOutput {
   std::vector<ScheduledChunk> chunks;  // running requests first, then newly admitted ones
   std::vector<int32_t> preempted;      // request ids, in preemption order
   int32_t prefix_hit_blocks = 0;       // blocks taken from the prefix cache by admissions
+  // Admissions whose tokens were all cached, ending at a block boundary: the hit stops a block
+  // short so that the step computes (and samples after) at least one token.
+  int32_t boundary_prefix_hits = 0;
   int32_t num_tokens() const;
 };
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "report/coverage.h"
 #include "report/format.h"
 
 namespace kv {
@@ -36,6 +37,30 @@ std::vector<std::string> epoch_row(const EpochStats& e) {
           e.first_bad_step ? std::to_string(*e.first_bad_step) : "-",
           std::to_string(e.steps),
           format_duration(e.seconds)};
+}
+
+// "coverage: blocks recycled 146 (2.13 pool turnovers), graph replays 14, ..." wrapped at 100
+// columns, then a line per coverage gap.
+std::vector<std::string> coverage_lines(const RunResult& r) {
+  const RunCoverage c = run_coverage(r.epochs);
+  std::vector<std::string> items;
+  for (const MechanismInfo& m : all_mechanisms()) {
+    std::string name(m.name);
+    std::replace(name.begin(), name.end(), '_', ' ');
+    std::string item = fmt::format("{} {}", name, c.count(m.id));
+    if (m.id == Mechanism::blocks_recycled)
+      item += fmt::format(" ({:.2f} pool turnovers)", c.pool_turnovers());
+    items.push_back(std::move(item));
+  }
+  std::vector<std::string> lines{"coverage:"};
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (lines.back().size() + 1 + item.size() > 100) lines.emplace_back(" ");
+    lines.back() += " " + item;
+  }
+  for (const auto& g : r.coverage_gaps)
+    lines.push_back(fmt::format("  not reached: {} {}", g.regression, g.message));
+  return lines;
 }
 
 }  // namespace
@@ -159,6 +184,9 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
                       "forward ({:.1f}%)\n",
                       e.epoch, zero_us, step_us, step_us > 0 ? 100.0 * zero_us / step_us : 0.0);
   }
+
+  if (!r.epochs.empty())
+    for (const auto& line : coverage_lines(r)) os << line << '\n';
 
   os << verdict_line(r, style) << '\n';
   if (r.first_failure) {

@@ -1,5 +1,6 @@
 // console_table.h — the human summary of a run, hyperfine-style: a header line, an aligned
-// per-epoch table, a one-line verdict and, when something failed, where it first failed.
+// per-epoch table, what the run exercised, a one-line verdict and, when something failed, where it
+// first failed.
 //
 //   scenario: smoke (scenarios/smoke.json)
 //   device: host   seed: 7   regressions: none   tolerance: 2.00e-02
@@ -11,6 +12,8 @@
 //     epoch  requests   clean  non-finite  max rel err  first bad step  steps     time
 //         1         8  100.0%           0     3.10e-03               -     41  12.3 ms
 //
+//   coverage: blocks recycled 0 (0.62 pool turnovers), graph replays 0, ...   (report/coverage.h)
+//     not reached: REGRESSION needs ..., but ...   (per coverage gap, if any)
 //   verdict: clean (expected clean) — OK
 #pragma once
 

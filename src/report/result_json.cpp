@@ -1,6 +1,7 @@
 // result_json.cpp — RunResult to the "kvcheck.result/2" JSON document (report/version.h).
 #include "report/result_json.h"
 
+#include "report/coverage.h"
 #include "report/format.h"
 #include "report/version.h"
 
@@ -40,10 +41,44 @@ json by_site(const std::array<double, kNumCheckSites>& v, bool skip_unchecked) {
   return o;
 }
 
+// ---- coverage (report/coverage.h) ----
+
+// Every mechanism's counter, by its name.
+json mechanism_counts(const std::array<int64_t, kNumMechanisms>& counts) {
+  json o = json::object();
+  for (const MechanismInfo& m : all_mechanisms())
+    o[std::string(m.name)] = counts[static_cast<size_t>(m.id)];
+  return o;
+}
+
+json epoch_coverage(const EpochCounters& e) {
+  std::array<int64_t, kNumMechanisms> counts{};
+  for (const MechanismInfo& m : all_mechanisms())
+    counts[static_cast<size_t>(m.id)] = mechanism_count(e, m.id);
+  return mechanism_counts(counts);
+}
+
+json coverage_json(const RunCoverage& c) {
+  json o = mechanism_counts(c.totals);
+  o["usable_blocks"] = c.usable_blocks;
+  o["blocks_allocated"] = c.blocks_allocated;
+  o["pool_turnovers"] = json_number(c.pool_turnovers());
+  return o;
+}
+
+json gaps_json(const std::vector<CoverageGap>& gaps) {
+  json a = json::array();
+  for (const CoverageGap& g : gaps)
+    a.push_back({{"regression", g.regression}, {"mechanism", g.mechanism}, {"message", g.message}});
+  return a;
+}
+
+// ---- end of coverage ----
+
 }  // namespace
 
 json to_json(const EpochStats& e) {
-  return json{
+  json doc{
       {"epoch", e.epoch},
       {"requests", e.requests},
       {"checked_requests", e.checked_requests},
@@ -66,6 +101,8 @@ json to_json(const EpochStats& e) {
       {"forward_seconds", json_number(e.forward_seconds)},
       {"zero_init_seconds", json_number(e.zero_init_seconds)},
   };
+  doc.update(epoch_coverage(e));
+  return doc;
 }
 
 json to_json(const BackendReport& b) {
@@ -143,6 +180,8 @@ json to_json(const RunResult& r) {
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},
   };
+  doc["coverage"] = coverage_json(run_coverage(r.epochs));
+  doc["coverage_gaps"] = gaps_json(r.coverage_gaps);
   if (r.backend) doc["backend"] = to_json(*r.backend);
   if (r.error) doc["error"] = to_json(*r.error);
   // Only where it means something: a full-mode document stays as it always was.

@@ -13,7 +13,8 @@ namespace kv {
 
 // 2: first_failure's "op" became "site" (check/check_sites.h) plus "ops", the ops behind it.
 // Added within 2: verdict "error" with its "error" block (a backend crashed, exited, failed, hung);
-// "device_info" (the CPU, and the GPU with its CUDA and driver versions).
+// "device_info" (the CPU, and the GPU with its CUDA and driver versions); "coverage" and
+// "coverage_gaps" (report/coverage.h) with the epochs' coverage counters.
 inline constexpr const char* kResultSchema = "kvcheck.result/2";
 
 nlohmann::json to_json(const Failure& f);

@@ -136,6 +136,18 @@ struct RunResult {
   std::optional<RunError> error;         // only with verdict error
   double seconds = 0.0;
 
+  // ---- coverage (report/coverage.h); the run's totals are derived from `epochs` ----
+  // A regression that was on and what kept the run from reaching it: a mechanism it needs that
+  // the run never exercised, or a scenario setting under which it cannot show.
+  struct CoverageGap {
+    std::string regression;  // its name
+    std::string mechanism;   // the coverage counter that stayed 0, or the field ("cache.dtype")
+    std::string message;     // "needs recycled blocks, but the pool never turned over (...)"
+  };
+  // Set by the run from its scenario; empty where every regression on reached what it needs.
+  std::vector<CoverageGap> coverage_gaps;
+  // ---- end of coverage ----
+
   bool meets_expectation() const {
     if (verdict == Verdict::error) return false;
     return (verdict == Verdict::clean) == (expected == Expectation::clean);

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "scenario/mechanisms.h"
+
 namespace kv {
 
 enum class Regression {
@@ -37,6 +39,8 @@ struct RegressionInfo {
   std::string_view models;     // one line: what it does
   std::string_view bug_class;  // the seed / upstream fix it models
   RegressionLevel level;
+  // The mechanisms a run must exercise for it to show (report/coverage.h names those it did not).
+  std::vector<Mechanism> needs;
 };
 
 // In enum order: all_regressions()[i].id == Regression(i).

@@ -64,6 +64,16 @@ TEST_F(FusedPrefill, TheChainsRegressionsSayTheyHaveNoEffect) {
   const json b = json::parse(read_file(dir_ / "out/merge-ignores-context-count.json"))["backend"];
   EXPECT_TRUE(contains(b["notes"].dump(), "regression merge-ignores-context-count has no effect"))
       << b["notes"];
+  // The coverage gap says so too, and the hint of a run that expected the corruption.
+  const json gaps =
+      json::parse(read_file(dir_ / "out/merge-ignores-context-count.json"))["coverage_gaps"];
+  ASSERT_EQ(gaps.size(), 1u) << gaps;
+  EXPECT_EQ(gaps[0]["mechanism"], "backend.paged_prefill");
+  CliRun expected = kvcheck("run " + merge + " --out out --backend " + kFused);
+  EXPECT_EQ(expected.exit_code, 1) << expected.out << expected.err;
+  EXPECT_TRUE(contains(expected.err, "hint: regression merge-ignores-context-count needs the "
+                                     "engine's gather_kv -> varlen_attention -> merge_states"))
+      << expected.err;
 }
 
 }  // namespace

@@ -43,7 +43,14 @@ TEST_F(ListCommand, JsonMatchesTheRegistry) {
     EXPECT_FALSE(doc["regressions"][i]["models"].get<std::string>().empty());
     EXPECT_FALSE(doc["regressions"][i]["bug_class"].get<std::string>().empty());
     EXPECT_EQ(doc["regressions"][i]["level"], to_string(all_regressions()[i].level));
+    // What it needs the run to exercise: coverage counters of the result.
+    ASSERT_EQ(doc["regressions"][i]["needs"].size(), all_regressions()[i].needs.size());
+    for (size_t j = 0; j < all_regressions()[i].needs.size(); ++j)
+      EXPECT_EQ(doc["regressions"][i]["needs"][j],
+                std::string(mechanism_info(all_regressions()[i].needs[j]).name));
   }
+  EXPECT_EQ(doc["regressions"][3]["name"], "new-blocks-not-zeroed");
+  EXPECT_EQ(doc["regressions"][3]["needs"], json::array({"blocks_recycled"}));
   // The two that live in the engine's prefill chain (the merge's count, the gather's strides) are
   // marked so: a backend's fused paged_prefill takes them out of reach; the rest apply to any.
   std::vector<std::string> chain;
