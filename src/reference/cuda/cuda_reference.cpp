@@ -529,6 +529,22 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
     upload(groups_[kind].as<void>(), g, static_cast<size_t>(count) * sizeof(refgpu::QueryGroup));
     a.num_groups = groups_made[kind] = count;
   };
+  // What every layer's attention call shares: the batch, the queries, the outputs, one K/V head
+  // row per head at `dim` apart.
+  auto attend_args = [&] {
+    refgpu::AttendArgs a;
+    a.rows = R;
+    a.num_rows = n;
+    a.slots = slots;
+    a.k_head = a.v_head = D;
+    a.num_heads = H;
+    a.dim = D;
+    a.q = q;
+    a.q_row = qd;
+    a.out = o;
+    a.out_row = qd;
+    return a;
+  };
   refgpu::embed(st, R, n, embed_, hid, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerDev& d = layers_[l];
@@ -543,23 +559,13 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
                               ref::cache_scale(s_.cache, s_.cache.k_scale));
         refgpu::store_rounded(st, R, n, slots, off.b, KVD, v, KVD, KVD, s_.cache.dtype,
                               ref::cache_scale(s_.cache, s_.cache.v_scale));
-        refgpu::AttendArgs a;
-        a.rows = R;
-        a.num_rows = n;
-        a.slots = slots;
+        refgpu::AttendArgs a = attend_args();
         a.k_off = off.a;
         a.v_off = off.b;
         a.k_row = a.v_row = KVD;
-        a.k_head = a.v_head = D;
-        a.num_heads = H;
         a.group = H / m_.num_kv_heads;
-        a.dim = D;
-        a.q = q;
-        a.q_row = qd;
         a.q2 = q;
         a.scale = static_cast<double>(w_.softmax_scale);
-        a.out = o;
-        a.out_row = qd;
         group(a, 0);
         refgpu::attend_attention(st, a, max_len);
         break;
@@ -572,27 +578,17 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
         refgpu::matmul(st, n, x, hid, d.wqn, nullptr, qd, q, false);
         refgpu::matmul(st, n, x, hid, d.wqr, nullptr, int64_t{H} * P, q_rope_.as<double>(),
                        false);
-        refgpu::AttendArgs a;
-        a.rows = R;
-        a.num_rows = n;
-        a.slots = slots;
+        refgpu::AttendArgs a = attend_args();
         a.k_off = off.b;
         a.v_off = off.c;
         a.k2_off = off.a + int64_t{rank} * 4;
         a.k_row = a.v_row = qd;
-        a.k_head = a.v_head = D;
         a.k2_row = lat;
         a.k2_dim = P;
-        a.num_heads = H;
         a.group = 1;
-        a.dim = D;
-        a.q = q;
-        a.q_row = qd;
         a.q2 = q_rope_.as<double>();
         a.q2_row = int64_t{H} * P;
         a.scale = static_cast<double>(w_.mla_softmax_scale);
-        a.out = o;
-        a.out_row = qd;
         group(a, 1);
         refgpu::attend_mla(st, a, max_len);
         break;

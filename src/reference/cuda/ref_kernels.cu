@@ -132,6 +132,18 @@ __global__ void mla_expand_kernel(const Row* rows, int32_t n, char* const* slots
   reinterpret_cast<double*>(slot + v_off)[r.pos * q_dim + e] = sv;
 }
 
+// The largest (value, index) over the warp, the smaller index on a tie, on every lane.
+__device__ void warp_first_max(double& v, int& i) {
+  for (int off = 16; off > 0; off /= 2) {
+    const double o = __shfl_xor_sync(0xffffffffu, v, off);
+    const int oi = __shfl_xor_sync(0xffffffffu, i, off);
+    if (o > v || (o == v && oi < i)) {
+      v = o;
+      i = oi;
+    }
+  }
+}
+
 __device__ double warp_sum(double v) {  // the same tree on every lane: a deterministic sum
   for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;
@@ -189,14 +201,7 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
         best = s[t];
         best_t = t;
       }
-    for (int off = 16; off > 0; off /= 2) {
-      const double o = __shfl_xor_sync(0xffffffffu, best, off);
-      const int ot = __shfl_xor_sync(0xffffffffu, best_t, off);
-      if (o > best || (o == best && ot < best_t)) {
-        best = o;
-        best_t = ot;
-      }
-    }
+    warp_first_max(best, best_t);
     double sum = 0.0;
     for (int t = lane; t < len; t += 32) {
       const double p = exp(s[t] - best);
@@ -351,14 +356,7 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
     if (k >= nk) break;
     double b = bv[k];
     int bt = bi[k];
-    for (int off = 16; off > 0; off /= 2) {
-      const double o = __shfl_xor_sync(0xffffffffu, b, off);
-      const int ot = __shfl_xor_sync(0xffffffffu, bt, off);
-      if (o > b || (o == b && ot < bt)) {
-        b = o;
-        bt = ot;
-      }
-    }
+    warp_first_max(b, bt);
     const int qg = warp + 8 * k;
     if (lane == 0 && qg < pairs) {
       best[qg] = b;
