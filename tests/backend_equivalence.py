@@ -12,7 +12,8 @@ import pathlib
 import subprocess
 import sys
 
-TIMES = ("seconds", "check_seconds", "forward_seconds", "zero_init_seconds")
+TIMES = (
+    "seconds", "check_seconds", "reference_seconds", "forward_seconds", "zero_init_seconds")
 
 
 def run(kvcheck, scenario, out, extra):
