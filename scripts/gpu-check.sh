@@ -15,11 +15,14 @@
 #   GPU_EQUIV_ALL=1           the CUDA-plugin equivalence also over scenarios/gpu/ (slow: 100+ s
 #                             a scenario, twice, with the CPU reference)
 #   GPU_EQUIV_JOBS            parallel equivalence scenarios (default: GPU_JOBS)
+#   GPU_SLOW=1                also the gpu tests labelled "slow" (gpu-reference/gpu/<name>: the
+#                             GPU and CPU references compared on the GPU-scale scenarios, minutes)
 #
 # What "gpu" covers (ctest -L gpu): test_gpu — every CUDA op against the host op on identical
 # inputs, and CudaDevice's memory, graph and error behaviour —, gpu-verdicts/<scenario>: each
 # scenario must exit with the same code on --device cuda as on --device host, gpu-run/gpu/<name>:
-# the GPU-scale scenarios, and gpu-decode-check: `kvbench_decode --check`, every decode path.
+# the GPU-scale scenarios, gpu-reference/<scenario>: the GPU float64 reference agrees with the
+# CPU one (1e-9, same verdicts), and gpu-decode-check: `kvbench_decode --check`, every decode path.
 # Then "cuda plugin": tests/backend_equivalence.py --device cuda over every scenario of scenarios/
 # (not schema/; scenarios/gpu/ too with GPU_EQUIV_ALL=1): `kvcheck run S --device cuda` and the same
 # through --backend libkvcheck_backend_cuda.so must give the same exit code, verdict, first failure
@@ -102,7 +105,8 @@ if [ $built -eq 0 ]; then
     gpu_note="no GPU visible: every GPU test skipped"
   fi
   run_step "gpu tests" "$logdir/ctest-gpu.log" \
-    ctest --test-dir "$build" -L gpu -j "$gpu_jobs" --output-on-failure --timeout 900 \
+    ctest --test-dir "$build" -L gpu $([ "${GPU_SLOW:-0}" = 1 ] || echo -LE slow) \
+    -j "$gpu_jobs" --output-on-failure --timeout 1800 \
     --output-junit "$logdir/ctest-gpu.xml"
   gpu_summary=$(ctest_summary "$logdir/ctest-gpu.log")
   # Per-scenario lines of same_verdicts.sh (exit codes on both devices, cuda time), for the record.
