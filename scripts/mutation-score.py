@@ -150,7 +150,9 @@ def describe(rule, runs):
     scenario, rc, miss, _, err = last
     by = scenario
     if miss is None:
-        what = "exit {}".format(rc) + (": " + err.splitlines()[-1] if err else "")
+        lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+        said = next((ln for ln in lines if ln.startswith("error:")), lines[-1] if lines else "")
+        what = "exit {}".format(rc) + (": " + said if said else "")
         return {"caught": True, "by": by, "failure": what, "names_op": False}
     if miss.get("scenario", "").endswith(".clean"):
         by += " (clean twin)"
@@ -158,6 +160,10 @@ def describe(rule, runs):
         e = miss.get("error") or {}
         what = "error {} in {}".format(e.get("kind"), e.get("op"))
         named = e.get("op") == rule["op"]
+    elif not miss.get("first_failure"):
+        what = "{} (expected {}): the expected corruption was not found".format(
+            miss.get("verdict"), miss.get("expected"))
+        named = False
     else:
         ff = miss.get("first_failure") or {}
         ops = ff.get("ops") or []
@@ -165,7 +171,9 @@ def describe(rule, runs):
                                                     ff.get("site", "-"), ff.get("check", ""),
                                                     ", ".join(ops))
         named = rule["op"] in ops
-    return {"caught": True, "by": by, "failure": what, "names_op": named}
+        return {"caught": True, "by": by, "failure": what, "names_op": named,
+                "num_ops": len(ops)}
+    return {"caught": True, "by": by, "failure": what, "names_op": named, "num_ops": 1}
 
 
 def pct(a, b):
@@ -196,8 +204,11 @@ def write_table(path, rows, rules, command, commit, started):
                 r["name"] for r in rules if r["name"] not in {m["name"] for m in measured}))),
         "- caught by the suite: **{} of {} ({})** (target >= 95%)".format(
             len(caught), len(measured), pct(len(caught), len(measured))),
-        "- op mutants whose first failure names the op: **{} of {} ({})** (target >= 80%)".format(
-            len(op_named), len(op_rows), pct(len(op_named), len(op_rows))),
+        "- op mutants whose first failure names the op: **{} of {} ({})** (target >= 80%); "
+        "named as the only op: {}; ops a naming lists: {:.1f} on average".format(
+            len(op_named), len(op_rows), pct(len(op_named), len(op_rows)),
+            sum(1 for r in op_named if r.get("num_ops") == 1),
+            sum(r.get("num_ops", 0) for r in op_named) / max(1, len(op_named))),
         "",
         "| # | mutant | component | bug | caught by | first failure: verdict, site, check [ops] "
         "| names op |",
@@ -212,6 +223,12 @@ def write_table(path, rows, rules, command, commit, started):
         lines.append("| {} | `{}` | {} | {} | {} | {} | {} |".format(
             i, r["name"], r["component"], r["bug"],
             r["by"] if r["caught"] else "**not caught**", r["failure"].replace("|", "/"), named))
+    notes = [r for r in rows if r.get("note") and r["status"] == "measured"
+             and (not r["caught"] or (r["op"] != "-" and not r["names_op"]))]
+    if notes:
+        lines += ["", "Survivors and catches that do not name the op (notes from mutants.json):",
+                  ""]
+        lines += ["- `{}`: {}".format(r["name"], " ".join(r["note"])) for r in notes]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
