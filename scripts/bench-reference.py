@@ -2,9 +2,15 @@
 """bench-reference.py KVCHECK [--reference-device D ...] [--extra "ARGS"] SCENARIO...
 
 Time-to-verdict with each float64 reference (issue 20): runs every scenario on --device cuda
-once per --reference-device (default: host, then cuda) and prints a markdown table, one row per
-run: wall seconds, the seconds the checks took (reference + comparisons, the result's
-epochs[].check_seconds), their share of the wall time, the engine's forward seconds (wall - check),
+once per --reference-device (default: host, then cuda), first with --serial-checks (each step
+checked before the next runs), then with the checks overlapping the engine (the default), and
+prints a markdown table, one row per run:
+  wall s       the run's seconds;
+  check s      time spent checking (reference + comparisons: epochs[].check_seconds);
+  waited s     of the wall time, how long the engine waited for the checks
+               (epochs[].check_wait_seconds; the check seconds themselves when serial);
+  forward s    the engine alone: wall - check of the serial run of the same scenario and reference;
+  check share  (wall - forward) / wall: what checking added to the time to a verdict;
 the reference mode used (checks.reference "auto" resolved) and the GPU reference's peak memory.
 --extra adds arguments to every run (e.g. "--epochs 1")."""
 import argparse
@@ -16,6 +22,17 @@ import sys
 import tempfile
 
 
+def run(a, out, scenario, ref, serial):
+    cmd = [a.kvcheck, "run", scenario, "--device", "cuda", "--reference-device", ref,
+           "-q", "--json", "--out", out, *shlex.split(a.extra)]
+    if serial:
+        cmd.append("--serial-checks")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode >= 2:
+        return None, f"exit {p.returncode}: {p.stderr.strip()[:200]}"
+    return json.loads(p.stdout), None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kvcheck")
@@ -25,26 +42,32 @@ def main():
     a = ap.parse_args()
     refs = a.refs or ["host", "cuda"]
     out = tempfile.mkdtemp(prefix="bench-reference-")
-    print("| scenario | reference | mode | verdict | wall s | check s | check share | forward s "
-          "| GPU reference memory |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    print("| scenario | reference | mode | checks | verdict | wall s | check s | waited s "
+          "| forward s | check share | GPU reference memory |")
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for scenario in a.scenarios:
         name = os.path.basename(scenario)[:-5]
         for ref in refs:
-            cmd = [a.kvcheck, "run", scenario, "--device", "cuda", "--reference-device", ref,
-                   "-q", "--json", "--out", out, *shlex.split(a.extra)]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode >= 2:
-                print(f"| {name} | {ref} | exit {p.returncode} | {p.stderr.strip()[:200]} |")
-                continue
-            d = json.loads(p.stdout)
-            check = sum(e["check_seconds"] for e in d["epochs"])
-            wall = d["seconds"]
-            mem = d.get("reference_device_bytes")
-            print(f"| {name} | {d['reference_device']} | {d['reference_mode']} | {d['verdict']} "
-                  f"| {wall:.1f} | {check:.1f} | {100 * check / wall:.0f}% | {wall - check:.1f} "
-                  f"| {'-' if mem is None else f'{mem / 2**30:.2f} GiB'} |")
-            sys.stdout.flush()
+            forward = None
+            for serial in (True, False):
+                d, err = run(a, out, scenario, ref, serial)
+                label = "serial" if serial else "overlapped"
+                if err:
+                    print(f"| {name} | {ref} | - | {label} | {err} |")
+                    continue
+                check = sum(e["check_seconds"] for e in d["epochs"])
+                waited = sum(e["check_wait_seconds"] for e in d["epochs"])
+                wall = d["seconds"]
+                if serial:
+                    forward = wall - check
+                share = "-" if forward is None else f"{100 * (wall - forward) / wall:.0f}%"
+                mem = d.get("reference_device_bytes")
+                label = "overlapped" if d["checks_overlapped"] else "serial"
+                print(f"| {name} | {d['reference_device']} | {d['reference_mode']} | {label} "
+                      f"| {d['verdict']} | {wall:.1f} | {check:.1f} | {waited:.1f} "
+                      f"| {'-' if forward is None else f'{forward:.1f}'} | {share} "
+                      f"| {'-' if mem is None else f'{mem / 2**30:.2f} GiB'} |")
+                sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "check/host_reference.h"
 #include "check/parallel_for.h"
@@ -59,7 +60,7 @@ void measure_row(const float* got, const double* want, int32_t H, int32_t D, dou
 Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
                  std::unique_ptr<StepReference> reference)
     : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)),
-      workers_(default_worker_count()) {}
+      workers_(default_worker_count()), device_measures_(ref_->measure_on_device()) {}
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
     : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32),
@@ -103,7 +104,7 @@ void Checker::record_nonfinite(const Where& w, const char* what) {
   if (s_.checks.nonfinite) fail(w, CheckKind::nonfinite, NAN, 0.0, what);
 }
 
-void Checker::check_attention(const Where& w, const double* want, const double* errs) {
+void Checker::check_attention(const Where& w, int64_t job, const double* errs) {
   const int32_t D = s_.model.head_dim, H = s_.model.num_q_heads;
   for (int32_t h = 0; h < H; ++h) {
     Where wh = w;
@@ -112,16 +113,18 @@ void Checker::check_attention(const Where& w, const double* want, const double* 
       record_nonfinite(wh, "attention output is not finite");
       continue;
     }
-    if (!want) continue;  // outside the reference sample: nothing to compare with
+    if (job < 0) continue;  // outside the reference sample: nothing to compare with
     const double err = errs[h];
     if (!std::isnan(stats_.max_rel_error)) stats_.max_rel_error = std::max(stats_.max_rel_error, err);
     double& site_max = stats_.site_max_rel_error[static_cast<size_t>(w.site)];
     if (!std::isnan(site_max)) site_max = std::max(site_max, err);
     const double tol = tol_[static_cast<size_t>(w.site)];
-    if (s_.checks.drift && !(err <= tol))
+    if (s_.checks.drift && !(err <= tol)) {
+      const double* want = ref_->attn_out(static_cast<size_t>(job), w.position, w.layer);
       fail(wh, CheckKind::drift, err, tol,
            fmt::format("relative L2 error {:.3g} > tolerance {:.3g} (|ref| = {:.3g}, floor {:.3g})",
                        err, tol, l2(want + h * D, D), row_floor(want, H, D)));
+    }
   }
 }
 
@@ -159,27 +162,33 @@ void Checker::check_token(const Where& w, int32_t token, const Request& r, int64
          fmt::format("token {} differs from epoch 1's {} and is not a near-tie", token, t1));
 }
 
-std::vector<int64_t> Checker::extend_references(const StepPlan& plan, const StepOutputs& out,
-                                                const Scheduler& sched) {
-  std::vector<int64_t> jobs_of(plan.chunks.size(), -1);
+std::vector<std::vector<int64_t>> Checker::extend_references() {
+  std::vector<std::vector<int64_t>> jobs_of(held_.size());
   std::vector<RefJob> jobs;
-  for (size_t j = 0; j < plan.chunks.size(); ++j) {
-    const ScheduledChunk& c = plan.chunks[j];
-    if (!checked(c.request_id)) continue;
-    const Request& r = *sched.find(c.request_id);
-    RefJob job{.request = c.request_id,
-               .tokens = r.prompt,
-               .start = c.start,
-               .end = c.start + c.num_tokens,
-               .capacity = static_cast<int32_t>(r.prompt.size()) + r.max_new_tokens,
-               .first_row = plan.chunk_first_row[j],
-               .logits = c.samples};
-    job.tokens.insert(job.tokens.end(), r.output.begin(), r.output.end());
-    jobs_of[j] = static_cast<int64_t>(jobs.size());
-    jobs.push_back(std::move(job));
+  // Each job names its own step's fp8 rows (the hints of the reference's rounding ties).
+  for (size_t k = 0; k < held_.size(); ++k) {
+    const CheckedStep& step = held_[k];
+    const StepPlan& plan = step.plan;
+    jobs_of[k].assign(plan.chunks.size(), -1);
+    for (size_t j = 0; j < plan.chunks.size(); ++j) {
+      const ScheduledChunk& c = plan.chunks[j];
+      if (!checked(c.request_id)) continue;
+      const Request& r = step.requests[j];
+      RefJob job{.request = c.request_id,
+                 .tokens = r.prompt,
+                 .start = c.start,
+                 .end = c.start + c.num_tokens,
+                 .capacity = static_cast<int32_t>(r.prompt.size()) + r.max_new_tokens,
+                 .first_row = plan.chunk_first_row[j],
+                 .logits = c.samples,
+                 .quant = &step.outputs.quant_out};
+      job.tokens.insert(job.tokens.end(), r.output.begin(), r.output.end());
+      jobs_of[k][j] = static_cast<int64_t>(jobs.size());
+      jobs.push_back(std::move(job));
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  ref_->run(jobs, out.quant_out, interrupt_);
+  ref_->run(jobs, held_.front().outputs.quant_out, interrupt_);
   stats_.reference_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return jobs_of;
@@ -187,9 +196,72 @@ std::vector<int64_t> Checker::extend_references(const StepPlan& plan, const Step
 
 void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
                          const Scheduler& sched) {
+  check_step(snapshot_step(step, plan, StepOutputs(out), sched));
+}
+
+void Checker::check_step(CheckedStep&& step) {
+  const auto t0 = std::chrono::steady_clock::now();
+  held_rows_ += step.plan.num_rows;
+  held_.push_back(std::move(step));
+  if (static_cast<int32_t>(held_.size()) >= std::max(1, ref_->steps_per_run()) ||
+      held_rows_ >= kHeldRows)
+    judge_held();
+  stats_.check_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Checker::flush() {
+  const auto t0 = std::chrono::steady_clock::now();
+  judge_held();
+  stats_.check_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Checker::judge_held() {
+  if (held_.empty()) return;
+  const auto t_held = std::chrono::steady_clock::now();
+  const std::vector<std::vector<int64_t>> jobs = extend_references();
+  if (device_measures_) {
+    // The reference compares the engine's rows where its values are: the errors come back.
+    const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
+    std::vector<std::pair<size_t, size_t>> src;  // per job: held step, chunk
+    for (size_t k = 0; k < held_.size(); ++k)
+      for (size_t j = 0; j < jobs[k].size(); ++j)
+        if (jobs[k][j] >= 0) src.push_back({k, j});
+    measured_row0_.assign(src.size(), 0);
+    int64_t rows = 0;
+    for (size_t job = 0; job < src.size(); ++job) {
+      measured_row0_[job] = rows;
+      rows += held_[src[job].first].plan.chunks[src[job].second].num_tokens;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    measured_ = ref_->measure(
+        [&](size_t job, int32_t layer) {
+          const CheckedStep& st = held_[src.at(job).first];
+          return st.outputs.attn_out[static_cast<size_t>(layer)].data() +
+                 static_cast<size_t>(st.plan.chunk_first_row[src[job].second]) * q_dim;
+        },
+        kRowNormFloor);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.reference_seconds += t;
+    timing_.measure += t;
+  }
+  const auto t_judge = std::chrono::steady_clock::now();
+  timing_.reference += std::chrono::duration<double>(t_judge - t_held).count();
+  for (size_t k = 0; k < held_.size(); ++k) judge(held_[k], jobs[k]);
+  timing_.judge +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_judge).count();
+  ++timing_.runs;
+  held_.clear();
+  held_rows_ = 0;
+}
+
+void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
+  const int64_t step = cs.step;
+  const StepPlan& plan = cs.plan;
+  const StepOutputs& out = cs.outputs;
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
-  const std::vector<int64_t> jobs = extend_references(plan, out, sched);
   auto want = [&](size_t j, int32_t pos, size_t l) {
     return jobs[j] < 0
                ? nullptr
@@ -213,9 +285,17 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
   parallel_for((rows.size() + kRowsPerJob - 1) / kRowsPerJob, workers_, [&](size_t b) {
     for (size_t k = b * kRowsPerJob; k < std::min(rows.size(), (b + 1) * kRowsPerJob); ++k)
       for (size_t l = 0; l < layers; ++l) {
-        measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
-                    want(rows[k].chunk, rows[k].pos, l), H, D,
-                    &errs[l * per_layer + k * static_cast<size_t>(H)]);
+        double* err = &errs[l * per_layer + k * static_cast<size_t>(H)];
+        const int64_t job = jobs[rows[k].chunk];
+        if (device_measures_ && job >= 0) {  // measured by the reference (judge_held)
+          const int64_t row =
+              measured_row0_[static_cast<size_t>(job)] +
+              (rows[k].pos - plan.chunks[rows[k].chunk].start);
+          std::copy_n(&measured_[(static_cast<size_t>(row) * layers + l) * H], H, err);
+        } else {
+          measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
+                      want(rows[k].chunk, rows[k].pos, l), H, D, err);
+        }
         if (!out.quant_out[l].empty())
           quant_finite[l * rows.size() + k] =
               all_finite(out.quant_out[l].data() + rows[k].row * q_dim, H * D) ? 1 : 0;
@@ -229,8 +309,7 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
       const ScheduledChunk& c = plan.chunks[rows[k].chunk];
       const CheckSite site = mixer_site(s_.model.layers[l], c.is_decode, c.start > 0);
       check_attention({step, c.request_id, rows[k].pos, layer, -1, site, padded},
-                      want(rows[k].chunk, rows[k].pos, l),
-                      &errs[l * per_layer + k * static_cast<size_t>(H)]);
+                      jobs[rows[k].chunk], &errs[l * per_layer + k * static_cast<size_t>(H)]);
     }
     if (out.quant_out[l].empty()) continue;  // a linear layer: no batch-wide op
     for (size_t k = 0; k < rows.size(); ++k)
@@ -242,7 +321,7 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
   for (size_t j = 0; j < plan.chunks.size(); ++j) {
     const ScheduledChunk& c = plan.chunks[j];
     if (!c.samples) continue;
-    const Request& r = *sched.find(c.request_id);
+    const Request& r = cs.requests[j];
     const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, CheckSite::sampled_token,
                   padded};
     check_token(w, out.sampled[plan.chunk_last_row(j)], r, jobs[j]);
@@ -251,6 +330,11 @@ void Checker::check_step(int64_t step, const StepPlan& plan, const StepOutputs& 
 }
 
 EpochStats Checker::end_epoch(const std::vector<Request>& requests) {
+  flush();
+  spdlog::debug("checks of epoch {}: {} reference runs; reference {:.3f} s (of which measuring "
+                "on the device {:.3f} s), judging {:.3f} s",
+                epoch_, timing_.runs, timing_.reference, timing_.measure, timing_.judge);
+  timing_ = {};
   if (epoch_ == 1)
     for (const auto& r : requests) first_epoch_tokens_[r.id] = r.output;
   int32_t bad = 0;

@@ -22,6 +22,7 @@
 #include "engine/model_runner.h"
 #include "engine/model_weights.h"
 #include "engine/scheduler.h"
+#include "check/checked_step.h"
 #include "check/tolerances.h"
 #include "engine/step_plan.h"
 #include "reference/step_reference.h"
@@ -42,8 +43,15 @@ class Checker {
 
   // Request ids of the epoch are 0 .. num_requests-1; the reference sample is drawn here.
   void begin_epoch(int32_t epoch, int32_t num_requests);
+  // Judges the step — or, where the reference takes several steps per run (steps_per_run), holds
+  // it until that many steps or kHeldRows rows are held, and judges them together, in order.
+  // The verdicts, first failure and figures are the same either way.
+  void check_step(CheckedStep&& step);
+  // The same for a step the caller still holds (the outputs and requests are copied).
   void check_step(int64_t step, const StepPlan& plan, const StepOutputs& out,
                   const Scheduler& sched);
+  // Judges every held step now (end_epoch does it too).
+  void flush();
   // Figures of the epoch; the requests hold their final outputs.
   EpochStats end_epoch(const std::vector<Request>& requests);
 
@@ -67,15 +75,17 @@ class Checker {
     CheckSite site;
     bool padded;
   };
-  // Brings the reference of every checked chunk up to the step's last position; per chunk, its
-  // job in the reference, or -1 for a request outside the sample.
-  std::vector<int64_t> extend_references(const StepPlan& plan, const StepOutputs& out,
-                                         const Scheduler& sched);
+  // Brings the reference of every held step's checked chunks up to their last positions; per
+  // held step and chunk, its job in the reference, or -1 for a request outside the sample.
+  std::vector<std::vector<int64_t>> extend_references();
+  // The held steps: the reference brought up to all of them in one run, then each judged.
+  void judge_held();
+  void judge(const CheckedStep& step, const std::vector<int64_t>& jobs);
   void fail(const Where& w, CheckKind check, double value, double tol, std::string detail);
   void record_nonfinite(const Where& w, const char* what);
-  // `want` is null and `job` -1 for a request outside the sample: then only non-finite values
-  // and NaN logits are checked. errs: per head, the row's error (NaN: not finite; measure_row).
-  void check_attention(const Where& w, const double* want, const double* errs);
+  // `job` is -1 for a request outside the sample: then only non-finite values and NaN logits
+  // are checked. errs: per head, the row's error (NaN: not finite; measure_row).
+  void check_attention(const Where& w, int64_t job, const double* errs);
   void check_token(const Where& w, int32_t token, const Request& r, int64_t job);
 
   const Scenario& s_;
@@ -83,6 +93,11 @@ class Checker {
   SiteTolerances tol_;
   std::unique_ptr<StepReference> ref_;
   unsigned workers_;  // threads measuring a step's rows
+  // The reference measures the checked rows where its values are (StepReference::measure): the
+  // errors of the held steps' jobs, [row][layer][head], and each job's first row in them.
+  bool device_measures_ = false;
+  std::vector<double> measured_;
+  std::vector<int64_t> measured_row0_;
   int32_t epoch_ = 0;
   std::vector<uint8_t> checked_;              // per request: in this epoch's reference sample
   std::vector<uint8_t> request_bad_;
@@ -91,6 +106,15 @@ class Checker {
   EpochStats stats_;
   std::optional<Failure> first_failure_;
   std::function<void()> interrupt_;
+  // Steps waiting to be judged together (a reference with steps_per_run() > 1), and their rows.
+  static constexpr int64_t kHeldRows = 1024;
+  // Where the epoch's check time went (logged at -v when it ends).
+  struct Timing {
+    int64_t runs = 0;
+    double reference = 0.0, measure = 0.0, judge = 0.0;
+  } timing_;
+  std::vector<CheckedStep> held_;
+  int64_t held_rows_ = 0;
 };
 
 }  // namespace kv

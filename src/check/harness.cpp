@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "check/check_pipeline.h"
 #include "check/checker.h"
 #include "check/host_reference.h"
 #include "check/tolerances.h"
@@ -39,7 +40,7 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
 }
 
 RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks,
-                       const ReferenceSetup& reference) {
+                       const ReferenceSetup& reference, bool overlap_checks) {
   if (s.checks.reference == ReferenceMode::automatic)
     throw std::logic_error("run_scenario: checks.reference \"auto\" was not resolved");
   const auto t_run = std::chrono::steady_clock::now();
@@ -57,27 +58,29 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
                                                        s.model.num_q_heads, s.model.head_dim);
   Checker checker(s, engine.weights(), result.tolerances, std::move(ref));
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
+  // On the host device the engine's ops and the checks share the CPU: nothing to overlap.
+  result.checks_overlapped = overlap_checks && device.name() != "host";
+  CheckPipeline pipeline(checker, result.checks_overlapped);
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
     checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
     if (hooks.on_step) hooks.on_step(epoch, 0, 0);
     int64_t tokens = 0;
-    double check_seconds = 0.0;
+    const double waited_before = pipeline.waited_seconds();
     const auto t_epoch = std::chrono::steady_clock::now();
     const EpochCounters c = engine.run_epoch(
-        requests, [&](int64_t step, const StepPlan& plan, const StepOutputs& out,
+        requests, [&](int64_t step, const StepPlan& plan, StepOutputs&& out,
                       const Scheduler& sched) {
-          const auto t_check = std::chrono::steady_clock::now();
-          checker.check_step(step, plan, out, sched);
-          check_seconds += seconds_since(t_check);
+          pipeline.submit(snapshot_step(step, plan, std::move(out), sched));
           tokens += plan.num_rows;
           if (hooks.on_step) hooks.on_step(epoch, step + 1, tokens);
         });
+    pipeline.drain();
     EpochStats st = checker.end_epoch(requests);
     static_cast<EpochCounters&>(st) = c;
     st.seconds = seconds_since(t_epoch);
-    st.check_seconds = check_seconds;
+    st.check_wait_seconds = pipeline.waited_seconds() - waited_before;
     spdlog::debug("epoch {}: {} steps, {} tokens, {} blocks allocated, clean {}/{}", epoch, st.steps,
                   st.tokens, st.blocks_allocated, st.clean_requests, st.requests);
     if (hooks.on_epoch) hooks.on_epoch(st);

@@ -19,7 +19,8 @@ struct HarnessHooks {
   // Called when an epoch ends (for progress logging); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
   // Called with the epoch (1-based), the step (0-based) about to run and the tokens computed so
-  // far in the epoch: (e, 0, 0) when epoch e starts, (e, s + 1, t) once step s is checked. May be
+  // far in the epoch: (e, 0, 0) when epoch e starts, (e, s + 1, t) once step s has run and is
+  // checked or handed to the checker thread (overlapped checks). May be
   // empty. (A worker's progress record, the progress line, --max-seconds: it may throw, and the
   // run ends there.)
   std::function<void(int32_t epoch, int64_t step, int64_t tokens)> on_step;
@@ -46,8 +47,10 @@ RunResult result_header(const Scenario& scenario, const std::string& device,
                         OpPrecision precision = OpPrecision::host_f32);
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
-// valid (parse_scenario succeeded) with CLI overrides already applied.
+// valid (parse_scenario succeeded) with CLI overrides already applied. overlap_checks: on a
+// device other than the host, check step s while the engine runs step s + 1 (check_pipeline.h;
+// the verdict is the same either way).
 RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {},
-                       const ReferenceSetup& reference = {});
+                       const ReferenceSetup& reference = {}, bool overlap_checks = false);
 
 }  // namespace kv

@@ -55,7 +55,7 @@ void HostReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     const RefJob& job = jobs[j];
     // The engine's fp8 outputs of this chunk's rows settle the reference's rounding ties.
     const QuantHint hint = [&](int32_t pos, int32_t layer) -> const float* {
-      const auto& q = quant[static_cast<size_t>(layer)];
+      const auto& q = (job.quant ? *job.quant : quant)[static_cast<size_t>(layer)];
       if (pos < job.start || q.empty()) return nullptr;
       return q.data() + (static_cast<size_t>(job.first_row) +
                          static_cast<size_t>(pos - job.start)) * q_dim_;

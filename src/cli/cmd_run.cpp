@@ -89,6 +89,10 @@ Command add_run_command(CLI::App& parent) {
                   "on cuda")
       ->capture_default_str()
       ->check(CLI::IsMember(reference_device_kinds()));
+  app->add_flag("--serial-checks", opts->serial_checks,
+                "Check each step before the engine runs the next. By default, on a GPU, the "
+                "checks of step s run while the engine runs step s + 1 (same verdict, less "
+                "waiting); on the host device they never overlap");
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");

@@ -42,6 +42,9 @@ struct RunOptions {
   int32_t max_seconds = 0;
   // --reference-device: where the float64 reference runs (cli/reference_choice.h).
   std::string reference_device = "auto";
+  // --serial-checks: check each step before the engine runs the next (by default, on a GPU the
+  // check of step s overlaps step s + 1; check/check_pipeline.h).
+  bool serial_checks = false;
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

@@ -114,18 +114,18 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
     }
     const StepPlan plan = build_step_plan(out, sched, limits_);
     runner_.forward(plan);
-    const StepOutputs outputs = runner_.read_outputs(plan);
-    on_step(c.steps, plan, outputs, sched);
-    int64_t cached = plan.num_rows;  // this step's tokens are in the cache now, on top of the old
-    for (const Request* r : sched.running()) cached += r->num_computed_tokens;
-    c.peak_cached_tokens = std::max(c.peak_cached_tokens, cached);
-
+    StepOutputs outputs = runner_.read_outputs(plan);
     // Plan rows are reordered; hand the scheduler one sampled token per chunk, in its order.
     // NaN logits give -1; a real engine emits some token anyway: keep the run going with 0.
     std::vector<int32_t> sampled(out.chunks.size(), 0);
     for (size_t j = 0; j < plan.chunks.size(); ++j)
       if (plan.chunks[j].samples)
         sampled[plan.chunk_source[j]] = std::max(0, outputs.sampled[plan.chunk_last_row(j)]);
+    on_step(c.steps, plan, std::move(outputs), sched);
+    int64_t cached = plan.num_rows;  // this step's tokens are in the cache now, on top of the old
+    for (const Request* r : sched.running()) cached += r->num_computed_tokens;
+    c.peak_cached_tokens = std::max(c.peak_cached_tokens, cached);
+
     sched.update(out, sampled);
     count_mechanisms(plan, s_.cache.block_size, c);
     c.tokens += plan.num_rows;

@@ -20,8 +20,9 @@
 namespace kv {
 
 // Called after every step with what ran and what it produced, before the scheduler records the
-// sampled tokens (so the requests still show the state the step started from).
-using StepObserver = std::function<void(int64_t step, const StepPlan&, const StepOutputs&,
+// sampled tokens (so the requests still show the state the step started from). The outputs are
+// the observer's to keep: the engine has read what it needs of them.
+using StepObserver = std::function<void(int64_t step, const StepPlan&, StepOutputs&&,
                                         const Scheduler&)>;
 
 

@@ -106,7 +106,7 @@ int64_t cuda_reference_bytes(const Scenario& s, ReferenceMode mode) {
   const int64_t live = std::min<int64_t>(s.engine.max_running_requests, checked);
   const int32_t longest = s.workload.prompt_len.max + s.workload.new_tokens.max;
   const int32_t rows = ref_batch_rows(s.model);
-  return ref_weight_bytes(s.model) + ref_scratch_bytes(s.model, rows) +
+  return ref_weight_bytes(s.model) + ref_scratch_bytes(s.model, rows) + kRefSplitScratchBytes +
          live * ref_slot_layout(s.model, longest).bytes;
 }
 

@@ -39,6 +39,10 @@ RefSlotLayout ref_slot_layout(const ModelSpec& m, int32_t capacity);
 int32_t ref_batch_rows(const ModelSpec& m);
 int64_t ref_scratch_bytes(const ModelSpec& m, int32_t rows);
 
+// The attention kernel's partial states when it splits a long context over several blocks (a
+// batch of few rows): a fixed buffer; the kernel splits less where it would not fit.
+inline constexpr int64_t kRefSplitScratchBytes = int64_t{32} << 20;
+
 // The model's weights as the GPU reference holds them (the float weights, as they are).
 int64_t ref_weight_bytes(const ModelSpec& m);
 

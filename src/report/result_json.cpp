@@ -98,6 +98,7 @@ json to_json(const EpochStats& e) {
       {"seconds", json_number(e.seconds)},
       {"check_seconds", json_number(e.check_seconds)},
       {"reference_seconds", json_number(e.reference_seconds)},
+      {"check_wait_seconds", json_number(e.check_wait_seconds)},
       {"forward_seconds", json_number(e.forward_seconds)},
       {"zero_init_seconds", json_number(e.zero_init_seconds)},
   };
@@ -176,6 +177,7 @@ json to_json(const RunResult& r) {
       {"tolerances", by_site(r.tolerances, false)},
       {"reference_mode", to_string(r.reference_mode)},
       {"reference_device", r.reference_device},
+      {"checks_overlapped", r.checks_overlapped},
       {"epochs", std::move(epochs)},
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},

@@ -153,9 +153,16 @@ Json epoch_schema() {
       {"blocks_allocated", integer(0)},
       {"peak_cached_tokens", integer(0)},
       {"seconds", number()},
-      {"check_seconds", described("Of which the reference and the checks.", number())},
+      {"check_seconds",
+       described("Spent checking the epoch's steps: the reference and the comparisons (with "
+                 "checks_overlapped, mostly while the engine ran the next step).",
+                 number())},
       {"reference_seconds",
        described("Of check_seconds: computing the float64 reference (the rest: comparisons).",
+                 number())},
+      {"check_wait_seconds",
+       described("Of seconds: how long the engine waited for the checks (check_seconds when "
+                 "the checks do not overlap the engine).",
                  number())},
       {"forward_seconds", described("Of which the model's steps on the device.", number())},
       {"zero_init_seconds", described("The zero-init mitigation's memsets; 0 when off.", number())},
@@ -309,6 +316,10 @@ std::string result_schema_text() {
        described("Where the float64 reference that judged the run ran (--reference-device; "
                  "\"both\" is cuda).",
                  enum_of(std::vector<std::string>{"host", "cuda"}))},
+      {"checks_overlapped",
+       described("Whether step s was checked while the engine ran step s + 1 (on a GPU unless "
+                 "--serial-checks; never on the host device). The verdict is the same either way.",
+                 Json{{"type", "boolean"}})},
       {"reference_mode_reason",
        described("Only where checks.reference was \"auto\": why it became reference_mode.",
                  Json{{"type", "string"}})},

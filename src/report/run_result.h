@@ -69,8 +69,11 @@ struct EpochStats : EpochCounters {
   std::array<double, kNumCheckSites> site_max_rel_error = no_site_errors();
   std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
-  double check_seconds = 0.0;               // of which spent in the reference and checks
+  double check_seconds = 0.0;               // spent in the reference and checks
   double reference_seconds = 0.0;           // of check_seconds: computing the reference
+  // Of `seconds`: how long the engine waited for the checks. check_seconds when the checks do
+  // not overlap the engine; with overlapped checks, the part they did not hide.
+  double check_wait_seconds = 0.0;
 };
 
 // What a backend plugin ran of the scenario (`kvcheck run --backend`).
@@ -130,6 +133,7 @@ struct RunResult {
   std::string reference_protection;        // cuda: how its memory is kept from the code under test
   int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held
   std::optional<ReferenceAgreement> reference_agreement;  // --reference-device both
+  bool checks_overlapped = false;  // step s was checked while the engine ran step s + 1
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
   std::optional<BackendReport> backend;  // only with --backend

@@ -4,14 +4,18 @@
 // differ; 1e-9 is the bound issue 20 asks of the two). Jobs are the engine's patterns: chunked
 // prefills of awkward sizes, single-token decodes, a first chunk that starts after a cached
 // prefix, a recompute after preemption (positions the reference already has), requests released
-// and slots reused, a new epoch; layer kinds attention (GQA 1, 4, 7; head dims 16 and 160), MLA
-// and linear; every cache dtype, fp8 with the engine's rows as hints. And the protection: a
-// stray write into the reference's history is caught at the next step.
+// and slots reused, a new epoch, contexts long enough that the attention kernel splits them over
+// blocks; layer kinds attention (GQA 1, 4, 7; head dims 16 and 160), MLA and linear; every cache
+// dtype, fp8 with the engine's rows as hints. And the protection: a stray write into the
+// reference's history is caught at the next step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
+#include <string>
 
 #include "check/host_reference.h"
 #include "check/tolerances.h"
@@ -68,18 +72,65 @@ class ReferenceGpu : public ::testing::TestWithParam<Case> {
   }
 };
 
-TEST_P(ReferenceGpu, AgreesWithTheCpuReference) {
-  const Case& c = GetParam();
+// Both references on the same jobs, every output row and logit vector compared.
+struct Compare {
+  const Case& c;
+  StepReference& gpu;
+  HostReference& host;
+  std::mt19937 rng{7};
+  double worst = 0.0, worst_logits = 0.0;
+  int64_t rows = 0;
+
+  int32_t layers() const { return static_cast<int32_t>(c.layers.size()); }
+  void step(const std::vector<RefJob>& jobs, const std::string& where) {
+    // The "engine's" fp8 rows: random codes, the same for both references.
+    int64_t n = 0;
+    for (const RefJob& j : jobs) n = std::max(n, j.first_row + j.end - j.start);
+    std::uniform_int_distribution<int32_t> code(0, 60);
+    StepQuantRows quant(static_cast<size_t>(layers()));
+    for (int32_t l = 0; l < layers(); ++l) {
+      if (c.layers[l] == LayerKind::linear) continue;
+      quant[l].resize(static_cast<size_t>(n * c.heads * c.dim));
+      for (auto& v : quant[l]) v = static_cast<float>(code(rng) - 30) / 8.0f;
+    }
+    gpu.run(jobs, quant, {});
+    host.run(jobs, quant, {});
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos)
+        for (int32_t l = 0; l < layers(); ++l) {
+          const double* a = gpu.attn_out(j, pos, l);
+          const double* b = host.attn_out(j, pos, l);
+          for (int32_t h = 0; h < c.heads; ++h, ++rows) {
+            const double e = rel(a + h * c.dim, b + h * c.dim, c.dim);
+            worst = std::max(worst, e);
+            ASSERT_LE(e, 1e-9) << c.name << " " << where << " job " << j << " pos " << pos
+                               << " layer " << l << " head " << h;
+          }
+        }
+      if (!jobs[j].logits) continue;
+      const auto a = gpu.logits(j), b = host.logits(j);
+      const double e = rel(a.data(), b.data(), static_cast<int>(b.size()));
+      worst_logits = std::max(worst_logits, e);
+      ASSERT_LE(e, 1e-9) << c.name << " logits, " << where << " job " << j;
+    }
+  }
+  void report(const char* what) const {
+    std::printf("%s %s: %lld rows, worst rel diff %.3g, logits %.3g, %lld device bytes\n", c.name,
+                what, static_cast<long long>(rows), worst, worst_logits,
+                static_cast<long long>(gpu.peak_device_bytes()));
+  }
+};
+
+// The engine's step patterns over short contexts, two epochs; `per_run` steps' jobs go to each
+// run() together (the checker's batching: several jobs of one request in a run, in step order).
+void short_contexts(const Case& c, int32_t per_run) {
   const Scenario s = scenario_of(c);
   const ModelWeights w = make_model_weights(s.model, s.cache);
   auto gpu = make_cuda_reference(s, w);
   HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
-  const int32_t q_dim = c.heads * c.dim, L = static_cast<int32_t>(c.layers.size());
+  Compare cmp{c, *gpu, host};
   const int32_t capacity = s.workload.prompt_len.max + s.workload.new_tokens.max;
-  std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> tok(0, s.model.vocab_size - 1);
-  double worst = 0.0, worst_logits = 0.0;
-  int64_t rows = 0;
   for (int32_t epoch = 0; epoch < 2; ++epoch) {
     gpu->begin_epoch();
     host.begin_epoch();
@@ -88,12 +139,13 @@ TEST_P(ReferenceGpu, AgreesWithTheCpuReference) {
     std::vector<int32_t> done(5, 0);
     for (auto& t : tokens) {
       t.resize(static_cast<size_t>(capacity));
-      for (auto& x : t) x = tok(rng);
+      for (auto& x : t) x = tok(cmp.rng);
     }
     done[3] = 17;  // a cached prefix: its first chunk starts at 17
+    std::vector<RefJob> jobs;
+    int64_t row = 0;
+    std::vector<int32_t> finished;
     for (int32_t step = 0; step < 14; ++step) {
-      std::vector<RefJob> jobs;
-      int64_t row = 0;
       for (int32_t r = 0; r < 5; ++r) {
         if (done[r] >= capacity || (step + r) % 4 == 3) continue;  // some idle each step
         int32_t start = done[r];
@@ -104,46 +156,67 @@ TEST_P(ReferenceGpu, AgreesWithTheCpuReference) {
                  .capacity = capacity, .first_row = row, .logits = (step + r) % 2 == 0};
         row += n;
         done[r] = std::max(done[r], start + n);
+        if (done[r] >= capacity) finished.push_back(100 + r);
         jobs.push_back(std::move(j));
       }
-      // The "engine's" fp8 rows: random codes, the same for both references.
-      StepQuantRows quant(static_cast<size_t>(L));
-      for (int32_t l = 0; l < L; ++l) {
-        if (c.layers[l] == LayerKind::linear) continue;
-        quant[l].resize(static_cast<size_t>(row * q_dim));
-        for (auto& v : quant[l]) v = static_cast<float>(tok(rng) - 30) / 8.0f;
+      if ((step + 1) % per_run != 0 && step != 13) continue;
+      cmp.step(jobs, "epoch " + std::to_string(epoch) + " step " + std::to_string(step));
+      if (::testing::Test::HasFatalFailure()) return;
+      jobs.clear();
+      row = 0;
+      for (int32_t id : finished) {
+        gpu->release(id);
+        host.release(id);
       }
-      gpu->run(jobs, quant, {});
-      host.run(jobs, quant, {});
-      for (size_t j = 0; j < jobs.size(); ++j) {
-        for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos)
-          for (int32_t l = 0; l < L; ++l) {
-            const double* a = gpu->attn_out(j, pos, l);
-            const double* b = host.attn_out(j, pos, l);
-            for (int32_t h = 0; h < c.heads; ++h, ++rows) {
-              const double e = rel(a + h * c.dim, b + h * c.dim, c.dim);
-              worst = std::max(worst, e);
-              ASSERT_LE(e, 1e-9) << c.name << " epoch " << epoch << " step " << step << " job "
-                                 << j << " pos " << pos << " layer " << l << " head " << h;
-            }
-          }
-        if (!jobs[j].logits) continue;
-        const auto a = gpu->logits(j), b = host.logits(j);
-        const double e = rel(a.data(), b.data(), static_cast<int>(b.size()));
-        worst_logits = std::max(worst_logits, e);
-        ASSERT_LE(e, 1e-9) << c.name << " logits, step " << step << " job " << j;
-      }
-      for (int32_t r = 0; r < 5; ++r)
-        if (done[r] >= capacity) {
-          gpu->release(100 + r);
-          host.release(100 + r);
-        }
+      finished.clear();
     }
   }
-  EXPECT_GT(rows, 400);  // every shape compares hundreds of rows at least
-  std::printf("%s: %lld rows, worst rel diff %.3g, logits %.3g, %lld device bytes\n", c.name,
-              static_cast<long long>(rows), worst, worst_logits,
-              static_cast<long long>(gpu->peak_device_bytes()));
+  EXPECT_GT(cmp.rows, 400);  // every shape compares hundreds of rows at least
+  cmp.report(per_run == 1 ? "short contexts" : "short contexts, steps together");
+}
+
+TEST_P(ReferenceGpu, AgreesWithTheCpuReference) { short_contexts(GetParam(), 1); }
+
+TEST_P(ReferenceGpu, StepsTakenSeveralPerRunAgree) { short_contexts(GetParam(), 3); }
+
+// Two requests of about 1,200 positions. A decode batch of two rows makes far fewer (K/V head,
+// query group) blocks than the GPU has SMs, so the grouped attention kernel splits each context
+// over several blocks and merges their states (ref_kernels.cu, with_splits: split whenever the
+// grid is under 264 blocks and the context at least 512 positions). A 16-row chunk at position
+// 700 splits too, and its first rows end before the last split begins.
+TEST_P(ReferenceGpu, LongContextsSplitOverBlocksAgree) {
+  const Case& c = GetParam();
+  Scenario s = scenario_of(c);
+  s.workload.prompt_len = {1, 1200};
+  s.workload.new_tokens = {1, 8};
+  const ModelWeights w = make_model_weights(s.model, s.cache);
+  auto gpu = make_cuda_reference(s, w);
+  HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
+  Compare cmp{c, *gpu, host};
+  const int32_t capacity = 1208;
+  std::uniform_int_distribution<int32_t> tok(0, s.model.vocab_size - 1);
+  std::vector<int32_t> a(capacity), b(capacity);
+  for (auto& x : a) x = tok(cmp.rng);
+  for (auto& x : b) x = tok(cmp.rng);
+  auto job = [&](int32_t request, int32_t start, int32_t end, int64_t row) {
+    return RefJob{.request = request, .tokens = request == 0 ? a : b, .start = start,
+                  .end = end, .capacity = capacity, .first_row = row, .logits = true};
+  };
+  gpu->begin_epoch();
+  host.begin_epoch();
+  cmp.step({job(0, 0, 700, 0), job(1, 0, 1190, 700)}, "prefill");
+  if (HasFatalFailure()) return;
+  cmp.step({job(0, 700, 716, 0)}, "16-row chunk at 700");
+  if (HasFatalFailure()) return;
+  cmp.step({job(0, 716, 1190, 0)}, "rest of the prompt");
+  if (HasFatalFailure()) return;
+  for (int32_t t = 0; t < 6; ++t) {
+    cmp.step({job(0, 1190 + t, 1191 + t, 0), job(1, 1190 + t, 1191 + t, 1)},
+             "decode " + std::to_string(t));
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(cmp.rows, 2 * 1190 * static_cast<int64_t>(c.heads));
+  cmp.report("long contexts");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -159,6 +232,90 @@ INSTANTIATE_TEST_SUITE_P(
              {LayerKind::mla, LayerKind::linear, LayerKind::attention, LayerKind::linear}, 4, 1,
              16, DType::f16}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// measure_on_device(): the GPU reference compares the engine's rows itself and returns the
+// checker's errors (measure_row: relative L2 per head with the row's floor, NaN where the engine's
+// head is not finite); attn_out() then fetches single rows, for a failure's details.
+TEST(ReferenceGpuMeasure, ErrorsAreTheCheckersArithmetic) {
+  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+  const Case c{"m", {LayerKind::attention, LayerKind::mla}, 4, 2, 16, DType::bf16};
+  const Scenario s = scenario_of(c);
+  const ModelWeights w = make_model_weights(s.model, s.cache);
+  auto gpu = make_cuda_reference(s, w);
+  ASSERT_TRUE(gpu->measure_on_device());
+  HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
+  const int32_t H = c.heads, D = c.dim, q_dim = H * D, L = 2, capacity = 49;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> tok(0, s.model.vocab_size - 1);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<int32_t> t0(capacity), t1(capacity);
+  for (auto& x : t0) x = tok(rng);
+  for (auto& x : t1) x = tok(rng);
+  gpu->begin_epoch();
+  host.begin_epoch();
+  for (int32_t step = 0; step < 3; ++step) {
+    const std::vector<RefJob> jobs = {
+        {.request = 0, .tokens = t0, .start = step * 5, .end = step * 5 + 5,
+         .capacity = capacity, .first_row = 0, .logits = true},
+        {.request = 1, .tokens = t1, .start = step * 3, .end = step * 3 + 3,
+         .capacity = capacity, .first_row = 5, .logits = false}};
+    const StepQuantRows quant(static_cast<size_t>(L));
+    gpu->run(jobs, quant, {});
+    host.run(jobs, quant, {});
+    // The "engine's" rows: the reference, rounded to float, with noise of 10^-k (k = 1..4) relative per
+    // (job, layer) and a NaN and an Inf in two heads.
+    std::vector<std::vector<std::vector<float>>> got(jobs.size());  // [job][layer][rows * q_dim]
+    for (size_t j = 0; j < jobs.size(); ++j)
+      for (int32_t l = 0; l < L; ++l) {
+        std::vector<float>& g = got[j].emplace_back();
+        const double scale = std::pow(10.0, -1.0 - static_cast<double>((j + l + step) % 4));
+        for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos) {
+          const double* want = host.attn_out(j, pos, l);
+          for (int32_t i = 0; i < q_dim; ++i)
+            g.push_back(static_cast<float>(want[i] * (1.0 + scale * noise(rng))));
+        }
+      }
+    got[0][1][2 * q_dim + 1 * D + 3] = NAN;       // job 0, layer 1, its third row, head 1
+    got[1][0][0 * q_dim + 3 * D + 0] = INFINITY;  // job 1, layer 0, its first row, head 3
+    const std::vector<double> errs = gpu->measure(
+        [&](size_t j, int32_t l) { return got[j][static_cast<size_t>(l)].data(); },
+        kRowNormFloor);
+    int64_t row = 0;
+    for (size_t j = 0; j < jobs.size(); ++j)
+      for (int32_t i = 0; i < jobs[j].end - jobs[j].start; ++i, ++row)
+        for (int32_t l = 0; l < L; ++l) {
+          const float* g = got[j][static_cast<size_t>(l)].data() + i * q_dim;
+          const double* want = host.attn_out(j, jobs[j].start + i, l);
+          double total = 0.0;
+          for (int32_t k = 0; k < q_dim; ++k) total += want[k] * want[k];
+          const double floor = kRowNormFloor * std::sqrt(total) / std::sqrt(double(H));
+          for (int32_t h = 0; h < H; ++h) {
+            const double e = errs[static_cast<size_t>((row * L + l) * H + h)];
+            double num = 0.0, den = 0.0;
+            bool finite = true;
+            for (int32_t d = 0; d < D; ++d) {
+              finite = finite && std::isfinite(g[h * D + d]);
+              num += (g[h * D + d] - want[h * D + d]) * (g[h * D + d] - want[h * D + d]);
+              den += want[h * D + d] * want[h * D + d];
+            }
+            const std::string at = "step " + std::to_string(step) + " job " + std::to_string(j) +
+                                   " row " + std::to_string(i) + " layer " + std::to_string(l) +
+                                   " head " + std::to_string(h);
+            if (!finite) {
+              EXPECT_TRUE(std::isnan(e)) << at;
+              continue;
+            }
+            const double expect = std::sqrt(num) / std::max({std::sqrt(den), floor, 1e-30});
+            EXPECT_GT(expect, 1e-8) << at;  // the noise shows
+            EXPECT_NEAR(e, expect, 1e-8 * expect) << at;
+          }
+          const double* fetched = gpu->attn_out(j, jobs[j].start + i, l);
+          EXPECT_LE(rel(fetched, want, q_dim), 1e-9) << "attn_out, job " << j << " row " << i;
+        }
+    EXPECT_TRUE(std::isnan(errs[static_cast<size_t>((2 * L + 1) * H + 1)]));
+    EXPECT_TRUE(std::isnan(errs[static_cast<size_t>((5 * L + 0) * H + 3)]));
+  }
+}
 
 TEST(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
   if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";

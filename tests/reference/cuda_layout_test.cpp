@@ -52,7 +52,8 @@ TEST(CudaLayout, TheEstimateIsWhatTheReferenceAllocates) {
   s.engine.max_running_requests = 6;
   s.checks.sampled_requests = 4;
   const int64_t fixed = ref_weight_bytes(s.model) +
-                        ref_scratch_bytes(s.model, ref_batch_rows(s.model));
+                        ref_scratch_bytes(s.model, ref_batch_rows(s.model)) +
+                        kRefSplitScratchBytes;
   const int64_t slot = ref_slot_layout(s.model, 39).bytes;
   EXPECT_EQ(cuda_reference_bytes(s, ReferenceMode::full), fixed + 6 * slot);
   EXPECT_EQ(cuda_reference_bytes(s, ReferenceMode::sampled), fixed + 4 * slot);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -131,6 +132,15 @@ class CudaReference : public StepReference {
   std::vector<double> logits(size_t job) const override;
   void release(int32_t request) override;
   size_t live() const override { return slot_of_.size(); }
+  // Each run's fixed cost (verification, launches, synchronisations, the read-back) is about a
+  // small step's compute: judge several small steps per run.
+  int32_t steps_per_run() const override { return 16; }
+  bool measure_on_device() override {
+    measure_ = true;
+    return true;
+  }
+  std::vector<double> measure(const std::function<const float*(size_t job, int32_t layer)>& got,
+                              double floor_fraction) override;
   int64_t peak_device_bytes() const override { return peak_; }
   void corrupt_for_test(int32_t request) {
     Slot& sl = *slots_.at(static_cast<size_t>(slot_of_.at(request)));
@@ -161,6 +171,7 @@ class CudaReference : public StepReference {
   RefSlotLayout layout_;
   std::vector<Part> parts_;
   int32_t batch_rows_;
+  int device_ = 0;  // the GPU current where it was made (the engine's)
   cudaStream_t stream_ = nullptr;
   int64_t held_ = 0, peak_ = 0;
 
@@ -171,6 +182,7 @@ class CudaReference : public StepReference {
 
   // Batch scratch.
   DevMem h_, x_, q_, q_rope_, k_, v_, gate_, o_, o_in_, hints_, rows_, segs_, slot_table_;
+  DevMem partials_;  // the grouped attention's split contexts (refgpu::AttendArgs::partials)
   PinnedMem rows_host_, hints_host_, segs_host_;
   // The batch's query groups for the grouped attention kernel, per layer kind (attention, mla).
   DevMem groups_[2];
@@ -186,9 +198,16 @@ class CudaReference : public StepReference {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<int32_t, int32_t> slot_of_;  // request -> slot
   std::vector<char*> slot_bases_;
-  // Of the last run(): per job, its first output row and its row of logits (-1: none).
+  // Of the last run(): per job, its first output row and its row of logits (-1: none), the
+  // output rows in all (in out_dev_), and the rows attn_out() fetched (measuring on the device).
   std::vector<int64_t> job_out_row_, job_logits_row_;
-  std::vector<int32_t> job_start_;
+  std::vector<int32_t> job_start_, job_end_;
+  size_t n_out_ = 0;
+  mutable std::map<int64_t, std::vector<double>> fetched_;
+  // measure_on_device(): the engine's rows and the errors, staged.
+  bool measure_ = false;
+  DevMem got_dev_, err_dev_;
+  PinnedMem got_host_, err_host_;
 };
 
 CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
@@ -201,6 +220,7 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
       kvw_(0),
       layout_(ref_slot_layout(w.spec, s.workload.prompt_len.max + s.workload.new_tokens.max)),
       batch_rows_(ref_batch_rows(w.spec)) {
+  KV_CUDA_CHECK("reference device", cudaGetDevice(&device_));
   const int64_t H = m_.num_q_heads, D = m_.head_dim;
   for (size_t l = 0; l < m_.layers.size(); ++l) {
     const RefLayerOffsets& o = layout_.layers[l];
@@ -243,6 +263,7 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
   o_.reserve(N * q_dim_ * 8, "outputs", held_);
   o_in_.reserve(N * q_dim_ * 8, "quantised outputs", held_);
   hints_.reserve(N * L_ * q_dim_ * 4, "the engine's fp8 rows", held_);
+  partials_.reserve(static_cast<size_t>(kRefSplitScratchBytes), "split attention states", held_);
   rows_.reserve(N * sizeof(Row), "rows", held_);
   segs_.reserve(N * sizeof(Segment), "segments", held_);
   for (int k = 0; k < 2; ++k) {
@@ -383,7 +404,10 @@ void CudaReference::verify(bool reread, const std::vector<const Slot*>& slots) {
 
 void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
                         const std::function<void()>& interrupt) {
+  // The checker may call from its own thread (check_pipeline.h): use the engine's GPU there too.
+  KV_CUDA_CHECK("reference device", cudaSetDevice(device_));
   quant_ = &quant;
+  fetched_.clear();
   auto lap = [t = std::chrono::steady_clock::now()](double& into) mutable {
     const auto now = std::chrono::steady_clock::now();
     into += std::chrono::duration<double>(now - t).count();
@@ -420,10 +444,11 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     float* hints = hints_host_.as<float>();
     const size_t N = rows.size();
     for (size_t l = 0; l < static_cast<size_t>(L_); ++l) {
-      const std::vector<float>& qo = (*quant_)[l];
-      if (qo.empty()) continue;
       for (size_t r = 0; r < N; ++r) {
         if (hint_src[r].second < 0) continue;
+        const RefJob& job = jobs[hint_src[r].first];
+        const std::vector<float>& qo = (job.quant ? *job.quant : *quant_)[l];
+        if (qo.empty()) continue;  // a linear layer
         std::memcpy(hints + (l * N + r) * q_dim_,
                     qo.data() + static_cast<size_t>(hint_src[r].second) * q_dim_, q_dim_ * 4);
       }
@@ -434,13 +459,27 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     segs.clear();
     hint_src.clear();
   };
+  // A request's rows go together, its jobs (steps) in order: the recurrence of a linear layer
+  // runs over one segment of consecutive rows per request and batch (requests in the order they
+  // first appear).
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  {
+    std::map<int32_t, size_t> first;
+    for (size_t j = 0; j < jobs.size(); ++j) first.try_emplace(jobs[j].request, j);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return first.at(jobs[a].request) < first.at(jobs[b].request);
+    });
+  }
   std::vector<const Slot*> reread;  // slots whose earlier outputs a job asks for again
-  for (size_t j = 0; j < jobs.size(); ++j) {
+  for (const size_t j : order) {
     const RefJob& job = jobs[j];
     Slot& sl = *job_slot[j];
     if (job.start < sl.length) reread.push_back(&sl);
     if (sl.length >= job.end) continue;
-    touched.push_back({&sl, sl.length});
+    // A request may have several jobs (steps) in one run: hash from its length before the first.
+    if (std::none_of(touched.begin(), touched.end(), [&](const auto& t) { return t.first == &sl; }))
+      touched.push_back({&sl, sl.length});
     const int32_t slot = slot_of_.at(job.request);
     for (int32_t pos = sl.length; pos < job.end; ++pos) {
       if (static_cast<int32_t>(rows.size()) == batch_rows_) flush();
@@ -509,25 +548,27 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
   for (const Row& r : rows) max_len = std::max(max_len, r.pos + 1);
   // Consecutive positions of one request, at most `tile` of them, share an attention block.
   // Made once per batch and layer kind (every layer of a kind has the same shape).
-  int32_t groups_made[2] = {-1, -1};
+  int32_t groups_made[2] = {-1, -1}, group_rows[2] = {0, 0};
   auto group = [&](refgpu::AttendArgs& a, int kind) {
     const int32_t tile = refgpu::attend_query_tile(a);
     if (tile <= 0) return;  // too wide for the grouped kernel: a block per row
     a.groups = groups_[kind].as<refgpu::QueryGroup>();
-    if (groups_made[kind] >= 0) {
-      a.num_groups = groups_made[kind];
-      return;
+    a.partials = partials_.as<double>();
+    a.partial_capacity = static_cast<int64_t>(partials_.bytes() / sizeof(double));
+    if (groups_made[kind] < 0) {
+      auto* g = groups_host_[kind].as<refgpu::QueryGroup>();
+      int32_t count = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        if (count == 0 || rows[i].slot != rows[i - 1].slot ||
+            rows[i].pos != rows[i - 1].pos + 1 || g[count - 1].count == tile)
+          g[count++] = {i, 0};
+        group_rows[kind] = std::max(group_rows[kind], ++g[count - 1].count);
+      }
+      upload(groups_[kind].as<void>(), g, static_cast<size_t>(count) * sizeof(refgpu::QueryGroup));
+      groups_made[kind] = count;
     }
-    auto* g = groups_host_[kind].as<refgpu::QueryGroup>();
-    int32_t count = 0;
-    for (int32_t i = 0; i < n; ++i) {
-      if (count == 0 || rows[i].slot != rows[i - 1].slot || rows[i].pos != rows[i - 1].pos + 1 ||
-          g[count - 1].count == tile)
-        g[count++] = {i, 0};
-      ++g[count - 1].count;
-    }
-    upload(groups_[kind].as<void>(), g, static_cast<size_t>(count) * sizeof(refgpu::QueryGroup));
-    a.num_groups = groups_made[kind] = count;
+    a.num_groups = groups_made[kind];
+    a.max_group_rows = group_rows[kind];
   };
   // What every layer's attention call shares: the batch, the queries, the outputs, one K/V head
   // row per head at `dim` apart.
@@ -623,10 +664,12 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
   job_out_row_.assign(jobs.size(), 0);
   job_logits_row_.assign(jobs.size(), -1);
   job_start_.assign(jobs.size(), 0);
+  job_end_.assign(jobs.size(), 0);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const int32_t slot = slot_of_.at(jobs[j].request);
     job_out_row_[j] = static_cast<int64_t>(out_rows.size());
     job_start_[j] = jobs[j].start;
+    job_end_[j] = jobs[j].end;
     for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos)
       out_rows.push_back({slot, pos, 0, 0});
     if (jobs[j].logits) {
@@ -636,6 +679,7 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
   }
   const int64_t row_w = L_ * q_dim_;
   const size_t n_out = out_rows.size(), n_log = logit_rows.size();
+  n_out_ = n_out;
   const int64_t V = m_.vocab_size;
   sync();
   out_rows_.reserve(std::max<size_t>(n_out + n_log, 1) * sizeof(Row), "output rows", held_);
@@ -643,7 +687,7 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
   logits_dev_.reserve(std::max<size_t>(n_log * V * 8, 8), "logits", held_);
   note_held();
   out_rows_host_.reserve(std::max<size_t>(n_out + n_log, 1) * sizeof(Row));
-  out_host_.reserve(std::max<size_t>(n_out * row_w * 8, 8));
+  if (!measure_) out_host_.reserve(std::max<size_t>(n_out * row_w * 8, 8));
   logits_host_.reserve(std::max<size_t>(n_log * V * 8, 8));
   Row* staged = out_rows_host_.as<Row>();
   std::copy(out_rows.begin(), out_rows.end(), staged);
@@ -652,9 +696,10 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
   char* const* slots = slot_table_.as<char*>();
   refgpu::gather_rows(stream_, out_rows_.as<Row>(), static_cast<int32_t>(n_out), slots,
                       layout_.out, row_w, static_cast<int32_t>(row_w), out_dev_.as<double>());
-  KV_CUDA_CHECK("reference outputs",
-                cudaMemcpyAsync(out_host_.as<void>(), out_dev_.as<void>(), n_out * row_w * 8,
-                                cudaMemcpyDeviceToHost, stream_));
+  if (!measure_)  // else measure() compares them where they are
+    KV_CUDA_CHECK("reference outputs",
+                  cudaMemcpyAsync(out_host_.as<void>(), out_dev_.as<void>(), n_out * row_w * 8,
+                                  cudaMemcpyDeviceToHost, stream_));
   // Logits, a batch's worth of rows at a time through the scratch of the hidden states.
   for (size_t first = 0; first < n_log; first += static_cast<size_t>(batch_rows_)) {
     const int32_t n = static_cast<int32_t>(std::min<size_t>(batch_rows_, n_log - first));
@@ -671,8 +716,51 @@ void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
 }
 
 const double* CudaReference::attn_out(size_t job, int32_t pos, int32_t layer) const {
-  const int64_t row = job_out_row_.at(job) + (pos - job_start_.at(job));
-  return out_host_.as<double>() + (row * L_ + layer) * q_dim_;
+  if (pos < job_start_.at(job) || pos >= job_end_.at(job))
+    throw std::logic_error("GPU reference: attn_out of a position outside its job");
+  const int64_t at = (job_out_row_.at(job) + (pos - job_start_.at(job))) * L_ + layer;
+  if (!measure_) return out_host_.as<double>() + at * q_dim_;
+  // Measuring on the device: the row is fetched when asked for (a failure's details).
+  std::vector<double>& row = fetched_[at];
+  if (row.empty()) {
+    row.resize(static_cast<size_t>(q_dim_));
+    KV_CUDA_CHECK("reference output row",
+                  cudaMemcpyAsync(row.data(), out_dev_.as<double>() + at * q_dim_, q_dim_ * 8,
+                                  cudaMemcpyDeviceToHost, stream_));
+    KV_CUDA_CHECK("reference output row", cudaStreamSynchronize(stream_));
+  }
+  return row.data();
+}
+
+std::vector<double> CudaReference::measure(
+    const std::function<const float*(size_t job, int32_t layer)>& got, double floor_fraction) {
+  if (!measure_) throw std::logic_error("GPU reference: measure() without measure_on_device()");
+  const size_t n = n_out_, row_f = static_cast<size_t>(L_ * q_dim_);
+  const int32_t H = m_.num_q_heads;
+  got_dev_.reserve(std::max<size_t>(n * row_f * 4, 4), "the engine's outputs", held_);
+  err_dev_.reserve(std::max<size_t>(n * L_ * H * 8, 8), "the errors", held_);
+  note_held();
+  got_host_.reserve(std::max<size_t>(n * row_f * 4, 4));
+  err_host_.reserve(std::max<size_t>(n * L_ * H * 8, 8));
+  // Staged as [row][layer][q_dim], the layout of the gathered reference outputs.
+  float* g = got_host_.as<float>();
+  for (size_t j = 0; j < job_out_row_.size(); ++j)
+    for (int32_t l = 0; l < L_; ++l) {
+      const float* src = got(j, l);
+      for (int32_t i = 0; i < job_end_[j] - job_start_[j]; ++i)
+        std::memcpy(g + ((job_out_row_[j] + i) * L_ + l) * q_dim_, src + i * q_dim_,
+                    q_dim_ * 4);
+    }
+  upload(got_dev_.as<void>(), g, n * row_f * 4);
+  refgpu::measure_rows(stream_, static_cast<int32_t>(n), static_cast<int32_t>(L_), H,
+                       m_.head_dim, got_dev_.as<float>(), out_dev_.as<double>(), floor_fraction,
+                       err_dev_.as<double>());
+  KV_CUDA_CHECK("reference errors",
+                cudaMemcpyAsync(err_host_.as<void>(), err_dev_.as<void>(), n * L_ * H * 8,
+                                cudaMemcpyDeviceToHost, stream_));
+  sync();
+  const double* e = err_host_.as<double>();
+  return std::vector<double>(e, e + n * L_ * H);
 }
 
 std::vector<double> CudaReference::logits(size_t job) const {

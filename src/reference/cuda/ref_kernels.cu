@@ -149,6 +149,44 @@ __device__ double warp_sum(double v) {  // the same tree on every lane: a determ
   return v;
 }
 
+// One block per (row, layer); a warp per head. Deterministic sums (a fixed tree per launch
+// shape). Non-finite engine values give NaN; the reference's are finite.
+constexpr int kMeasureThreads = 256;
+
+__global__ void measure_kernel(int32_t layers, int32_t heads, int32_t dim, const float* got,
+                               const double* want, double floor_fraction, double* err) {
+  __shared__ double part[kMeasureThreads / 32];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t width = static_cast<int64_t>(heads) * dim;
+  const int64_t base = (static_cast<int64_t>(blockIdx.x) * layers + blockIdx.y) * width;
+  double s = 0.0;
+  for (int64_t i = tid; i < width; i += kMeasureThreads) s += want[base + i] * want[base + i];
+  s = warp_sum(s);
+  if (lane == 0) part[warp] = s;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kMeasureThreads / 32; ++w) total += part[w];
+  const double floor = floor_fraction * sqrt(total) / sqrt(static_cast<double>(heads));
+  for (int h = warp; h < heads; h += kMeasureThreads / 32) {
+    double num = 0.0, den = 0.0;
+    bool finite = true;
+    for (int d = lane; d < dim; d += 32) {
+      const float g = got[base + static_cast<int64_t>(h) * dim + d];
+      const double w = want[base + static_cast<int64_t>(h) * dim + d];
+      finite = finite && isfinite(g);
+      const double diff = static_cast<double>(g) - w;
+      num += diff * diff;
+      den += w * w;
+    }
+    num = warp_sum(num);
+    den = warp_sum(den);
+    finite = __all_sync(0xffffffffu, finite);
+    if (lane == 0)
+      err[(static_cast<int64_t>(blockIdx.x) * layers + blockIdx.y) * heads + h] =
+          finite ? sqrt(num) / fmax(fmax(sqrt(den), floor), 1e-30) : NAN;
+  }
+}
+
 // One block per (K/V head, row), for the `group` query heads that share it, with every score of
 // the row in shared memory: a warp computes one position's scores at a time (its lanes over the
 // features: coalesced reads of K), a warp per head then finds the first largest score and turns
@@ -280,6 +318,14 @@ __host__ __device__ inline RowsSmem rows_smem(int pairs, int dim, int k2_dim, in
   return m;
 }
 
+// Where split z of (query group, K/V head) keeps its partial state, in doubles from a.partials:
+// per pair (best, den, at) then acc [pair][dim], for a.split_pairs pairs.
+__host__ __device__ inline int64_t split_offset(const AttendArgs& a, int64_t group, int64_t kvh,
+                                                int64_t z) {
+  const int64_t per = int64_t{a.split_pairs} * (3 + a.dim);
+  return ((group * (a.num_heads / a.group) + kvh) * a.split_count + z) * per;
+}
+
 template <class KT, class VT>
 __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs a) {
   extern __shared__ double smem_d[];
@@ -290,6 +336,9 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
   const int pairs = grp.count * G;  // qg = q * G + g
   const Row r0 = a.rows[grp.row0];
   const int len = r0.pos + grp.count;
+  // This block's positions [lo, hi): all of them, or one split of the context (gridDim.z > 1).
+  const int lo = gridDim.z == 1 ? 0 : static_cast<int>(blockIdx.z) * a.split_len;
+  const int hi = gridDim.z == 1 ? len : min(len, lo + a.split_len);
   const RowsSmem L = rows_smem(pairs, D, P, sizeof(KT), sizeof(VT));
   double* qs = reinterpret_cast<double*>(smem + L.qs);
   double* pt = reinterpret_cast<double*>(smem + L.pt);
@@ -334,8 +383,8 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
     bv[k] = -INFINITY;
     bi[k] = INT_MAX;
   }
-  for (int t0 = 0; t0 < len; t0 += kRowsT) {
-    const int count = min(kRowsT, len - t0);
+  for (int t0 = lo; t0 < hi; t0 += kRowsT) {
+    const int count = min(kRowsT, hi - t0);
     __syncthreads();
     load_k(t0, count);
     __syncthreads();
@@ -371,12 +420,14 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
   for (int m = 0; m < kRowsMaxOut; ++m) {
     const int o = tid + m * kRowsThreads;
     acc[m] = 0.0;
-    va[m] = o < outs ? static_cast<double>(V[at[o / D] * a.v_row + o % D]) : 0.0;
+    // A pair with no position in this split (at = INT_MAX) has weight 0 in the merge.
+    va[m] = o < outs && at[o / D] != INT_MAX ? static_cast<double>(V[at[o / D] * a.v_row + o % D])
+                                             : 0.0;
   }
 #pragma unroll
   for (int k = 0; k < kRowsMaxK; ++k) dsum[k] = 0.0;
-  for (int t0 = 0; t0 < len; t0 += kRowsT) {
-    const int count = min(kRowsT, len - t0);
+  for (int t0 = lo; t0 < hi; t0 += kRowsT) {
+    const int count = min(kRowsT, hi - t0);
     __syncthreads();
     load_k(t0, count);
     for (int i = tid; i < count * D; i += kRowsThreads) vt[i] = V[(t0 + i / D) * a.v_row + i % D];
@@ -410,6 +461,20 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
     if (lane == 0 && qg < pairs) den[qg] = s;
   }
   __syncthreads();
+  if (gridDim.z > 1) {  // one split of several: its partial state, merged by merge_splits_kernel
+    double* part = a.partials + split_offset(a, blockIdx.y, kvh, blockIdx.z);
+    for (int qg = tid; qg < pairs; qg += kRowsThreads) {
+      part[3 * qg] = best[qg];
+      part[3 * qg + 1] = den[qg];
+      part[3 * qg + 2] = at[qg] == INT_MAX ? -1.0 : static_cast<double>(at[qg]);
+    }
+#pragma unroll
+    for (int m = 0; m < kRowsMaxOut; ++m) {
+      const int o = tid + m * kRowsThreads;
+      if (o < outs) part[3 * a.split_pairs + o] = acc[m];
+    }
+    return;
+  }
 #pragma unroll
   for (int m = 0; m < kRowsMaxOut; ++m) {
     const int o = tid + m * kRowsThreads;
@@ -417,6 +482,46 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
     const int qg = o / D, q = qg / G, g = qg % G;
     const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
     a.out[row * a.out_row + h * D + o % D] = va[m] + acc[m] / den[qg];
+  }
+}
+
+// Merges the splits of one (K/V head, query group): per pair, the first largest score over the
+// splits (splits are in position order, so the first split holding the maximum holds the first
+// position that reaches it), and out = v_a + sum_z w_z (acc_z + den_z (v_az - v_a)) /
+// sum_z w_z den_z with w_z = exp(best_z - best).
+template <class VT>
+__global__ void merge_splits_kernel(AttendArgs a) {
+  const QueryGroup grp = a.groups[blockIdx.y];
+  const int kvh = blockIdx.x, G = a.group, D = a.dim, splits = a.split_count;
+  const int pairs = grp.count * G;
+  const char* slot = a.slots[a.rows[grp.row0].slot];
+  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
+  const double* part0 = a.partials + split_offset(a, blockIdx.y, kvh, 0);
+  const int64_t stride = split_offset(a, 0, 0, 1);
+  for (int o = threadIdx.x; o < pairs * D; o += blockDim.x) {
+    const int qg = o / D, d = o % D;
+    double best = -INFINITY;
+    int at = -1;
+    for (int z = 0; z < splits; ++z) {
+      const double* p = part0 + z * stride;
+      if (p[3 * qg + 2] >= 0.0 && p[3 * qg] > best) {
+        best = p[3 * qg];
+        at = static_cast<int>(p[3 * qg + 2]);
+      }
+    }
+    const double va = static_cast<double>(V[at * a.v_row + d]);
+    double num = 0.0, den = 0.0;
+    for (int z = 0; z < splits; ++z) {
+      const double* p = part0 + z * stride;
+      if (p[3 * qg + 2] < 0.0) continue;  // no position of this split is before the query's
+      const double w = exp(p[3 * qg] - best);
+      const double vz = static_cast<double>(V[static_cast<int>(p[3 * qg + 2]) * a.v_row + d]);
+      num += w * (p[3 * a.split_pairs + o] + p[3 * qg + 1] * (vz - va));
+      den += w * p[3 * qg + 1];
+    }
+    const int q = qg / G, g = qg % G;
+    const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
+    a.out[row * a.out_row + h * D + d] = va + num / den;
   }
 }
 
@@ -628,6 +733,14 @@ void gather_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots
   launched("reference gather_rows");
 }
 
+void measure_rows(cudaStream_t st, int32_t n, int32_t layers, int32_t heads, int32_t dim,
+                  const float* got, const double* want, double floor_fraction, double* err) {
+  if (n == 0 || layers == 0) return;
+  measure_kernel<<<dim3(n, layers), kMeasureThreads, 0, st>>>(layers, heads, dim, got, want,
+                                                              floor_fraction, err);
+  launched("reference measure");
+}
+
 void mla_expand(cudaStream_t st, const Row* rows, int32_t n, char* const* slots, int64_t lat_off,
                 int32_t lat_dim, int64_t kc_off, int64_t v_off, const float* wuk, const float* wuv,
                 int32_t heads, int32_t dim, int32_t rank) {
@@ -655,6 +768,33 @@ int32_t attend_query_tile(const AttendArgs& a) {
   return std::max(tile, 0);
 }
 
+// A batch of few query groups (decode of a few requests) leaves most SMs idle while each block
+// walks the whole context: split the context so that the grid has about kSplitTargetBlocks blocks
+// (two per SM of a 132-SM Hopper), each split at least kSplitMinLen positions, as many as the
+// partial-state buffer holds.
+constexpr int64_t kSplitTargetBlocks = 264, kSplitMinLen = 256;
+
+static AttendArgs with_splits(AttendArgs a, int32_t max_len) {
+  a.split_count = 1;
+  a.split_pairs = a.max_group_rows * a.group;
+  const int64_t blocks = int64_t{a.num_heads / a.group} * a.num_groups;
+  if (!a.partials || blocks >= kSplitTargetBlocks || max_len < 2 * kSplitMinLen) return a;
+  int64_t splits = std::min((kSplitTargetBlocks + blocks - 1) / blocks,
+                            (max_len + kSplitMinLen - 1) / kSplitMinLen);
+  for (; splits > 1; --splits) {
+    a.split_count = static_cast<int32_t>(splits);
+    if (split_offset(a, a.num_groups, 0, 0) <= a.partial_capacity) break;
+  }
+  if (splits <= 1) {
+    a.split_count = 1;
+    return a;
+  }
+  const int64_t len = (max_len + splits - 1) / splits;
+  a.split_len = static_cast<int32_t>((len + kRowsT - 1) / kRowsT * kRowsT);
+  a.split_count = static_cast<int32_t>((max_len + a.split_len - 1) / a.split_len);
+  return a;
+}
+
 template <class KT, class VT>
 static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const char* what) {
   if (a.num_rows == 0) return;
@@ -670,9 +810,14 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
     }
     const int32_t tile = attend_query_tile(a);
     const size_t smem = rows_smem(tile * a.group, a.dim, a.k2_dim, sizeof(KT), sizeof(VT)).total;
-    attend_rows_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_groups), kRowsThreads, smem,
-                                 st>>>(a);
+    const AttendArgs b = with_splits(a, max_len);
+    const dim3 grid(a.num_heads / a.group, a.num_groups, b.split_count);
+    attend_rows_kernel<KT, VT><<<grid, kRowsThreads, smem, st>>>(b);
     launched(what);
+    if (b.split_count > 1) {
+      merge_splits_kernel<VT><<<dim3(grid.x, grid.y), kRowsThreads, 0, st>>>(b);
+      launched(what);
+    }
     return;
   }
   const size_t smem = attend_smem_bytes(a, max_len);

@@ -63,6 +63,12 @@ struct AttendArgs {
   int64_t out_row = 0;
   const QueryGroup* groups = nullptr;  // the batch's rows in groups of at most query_tile
   int32_t num_groups = 0;
+  int32_t max_group_rows = 0;          // the largest group's count
+  // Where the grouped kernel may keep the partial states of a context split in several
+  // (doubles); none: never split. The launcher sets the split fields.
+  double* partials = nullptr;
+  int64_t partial_capacity = 0;
+  int32_t split_count = 1, split_len = 0, split_pairs = 0;
 };
 
 // Query rows per group that the grouped attention kernel takes for this shape (0: it cannot).
@@ -100,6 +106,12 @@ void quantise(cudaStream_t st, const Row* rows, int32_t n, const double* o, int3
 // dst[n][i] = src(slot, pos)[i] for rows (slot, pos) (doubles).
 void gather_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
                  int64_t src_off, int64_t src_row, int32_t width, double* dst);
+// The drift of the engine's attention outputs, as the checker measures it (check/checker.cpp,
+// measure_row): got [n][layers][heads * dim] floats, want the same in doubles; per row, layer and
+// head, err = ||got - want|| / max(||want||, floor, 1e-30), floor = floor_fraction * ||want's
+// row|| / sqrt(heads); NaN where a value of the engine's head is not finite.
+void measure_rows(cudaStream_t st, int32_t n, int32_t layers, int32_t heads, int32_t dim,
+                  const float* got, const double* want, double floor_fraction, double* err);
 // sums[i] = sum over words w of range i of mix(index, w): order-free, so the same on any grid.
 void hash_ranges(cudaStream_t st, const HashRange* ranges, int32_t n, unsigned long long* sums);
 

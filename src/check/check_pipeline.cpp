@@ -1,0 +1,89 @@
+#include "check/check_pipeline.h"
+
+#include <chrono>
+
+namespace kv {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CheckPipeline::CheckPipeline(Checker& checker, bool overlap)
+    : checker_(checker), overlap_(overlap) {
+  if (overlap_) thread_ = std::thread([this] { worker(); });
+}
+
+CheckPipeline::~CheckPipeline() {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    waiting_.reset();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CheckPipeline::rethrow_failure() {
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void CheckPipeline::submit(CheckedStep&& step) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!overlap_) {
+    checker_.check_step(std::move(step));
+    waited_seconds_ += seconds_since(t0);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !waiting_ || failure_; });
+  rethrow_failure();
+  waiting_ = std::move(step);
+  lock.unlock();
+  cv_.notify_all();
+  waited_seconds_ += seconds_since(t0);
+}
+
+void CheckPipeline::drain() {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (overlap_) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return (!waiting_ && !busy_) || failure_; });
+    rethrow_failure();
+  }
+  checker_.flush();  // the steps the checker holds (the checker thread is idle now)
+  waited_seconds_ += seconds_since(t0);
+}
+
+void CheckPipeline::worker() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return waiting_ || stop_; });
+    if (stop_) return;
+    std::optional<CheckedStep> step = std::move(waiting_);
+    waiting_.reset();
+    busy_ = true;
+    lock.unlock();
+    cv_.notify_all();  // submit() may hand over the next step now
+    std::exception_ptr failure;
+    try {
+      checker_.check_step(std::move(*step));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    step.reset();  // its outputs go before the lock is taken again
+    lock.lock();
+    busy_ = false;
+    if (failure) {
+      failure_ = failure;
+      cv_.notify_all();
+      return;  // no later step is checked
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,58 @@
+// check_pipeline.h — checks steps in order, either right away or one step behind the engine.
+//
+// Serial: submit() checks the step before it returns (the engine waits for every check).
+// Overlapped: a checker thread checks step s while the engine runs step s + 1. submit() hands the
+// step over and returns at once unless a step is still waiting to be checked; then it waits. At
+// most two steps are out of the engine's hands (one being checked, one waiting), so the memory the
+// pipeline holds is two steps' outputs.
+//
+// Either way the checker sees the same steps in the same order on one thread, so the verdict, the
+// first failure and every figure but the timings are the same. An exception thrown by a check
+// (a DeviceError of the GPU reference, an interrupt) is rethrown by the next submit() or drain(),
+// and no later step is checked.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "check/checked_step.h"
+#include "check/checker.h"
+
+namespace kv {
+
+class CheckPipeline {
+ public:
+  CheckPipeline(Checker& checker, bool overlap);
+  // Stops the checker thread after the step it is checking (used when the run ends by an
+  // exception; a run that ends normally calls drain() first).
+  ~CheckPipeline();
+  CheckPipeline(const CheckPipeline&) = delete;
+  CheckPipeline& operator=(const CheckPipeline&) = delete;
+
+  void submit(CheckedStep&& step);
+  // Waits until every submitted step is checked, the steps the checker holds included.
+  void drain();
+  bool overlap() const { return overlap_; }
+  // Wall time the caller spent waiting in submit() and drain(): what checking added to the run.
+  double waited_seconds() const { return waited_seconds_; }
+
+ private:
+  void worker();
+  void rethrow_failure();  // with mu_ held
+
+  Checker& checker_;
+  const bool overlap_;
+  double waited_seconds_ = 0.0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<CheckedStep> waiting_;  // handed over, not yet taken by the checker thread
+  bool busy_ = false;                   // the checker thread is checking a step
+  bool stop_ = false;
+  std::exception_ptr failure_;
+  std::thread thread_;
+};
+
+}  // namespace kv
