@@ -59,6 +59,9 @@ struct DecodePlanArgs {
   int32_t* plan = nullptr;  // device memory
   size_t plan_bytes = 0;
   int32_t max_blocks_per_seq = 0;  // row length of paged_decode's block table (the run's limit)
+  // engine.decode_splits "uniform": every real row gets the batch's largest split count (the
+  // built-in planner; a backend's own planner may ignore it).
+  bool uniform_splits = false;
 };
 
 // Paged decode, one query token per row, split-KV (flash-decoding) with a state merge. The kernel

@@ -10,7 +10,7 @@ namespace kv {
 void Device::paged_decode_plan(const DecodePlanArgs& a) {
   const std::vector<int32_t> lens(a.seq_lens_host, a.seq_lens_host + a.num_rows);
   const std::vector<int32_t> plan =
-      plan_decode_splits_for(a.cache_dtype, lens, a.block_size, a.max_splits);
+      plan_decode_splits_for(a.cache_dtype, lens, a.block_size, a.max_splits, a.uniform_splits);
   const size_t bytes = plan.size() * sizeof(int32_t);
   if (bytes > a.plan_bytes) throw DeviceError("decode plan larger than its buffer");
   upload(a.plan, plan.data(), bytes);

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kernels/decode_splits.h"
+
 namespace kv {
 namespace {
 
@@ -19,6 +21,21 @@ std::vector<LayerKind> intersect(const std::vector<LayerKind>& a, std::initializ
 }
 
 // The step's share of the coverage counters (epoch_counters.h).
+// Splits the built-in planner gives the step's decode rows past their last token.
+int64_t empty_splits(const Scenario& s, const StepPlan& p, int32_t max_splits) {
+  if (s.engine.decode_splits != DecodeSplits::uniform || p.num_decode == 0) return 0;
+  const std::vector<int32_t> lens(p.decode_seq_lens.begin(),
+                                  p.decode_seq_lens.begin() + p.num_decode);
+  const std::vector<int32_t> meta =
+      plan_decode_splits_for(s.cache.dtype, lens, s.cache.block_size, max_splits, true);
+  int64_t empty = 0;
+  for (int32_t r = 0; r < p.num_decode; ++r) {
+    const int32_t needed = (lens[r] + meta[0] - 1) / meta[0];
+    empty += meta[kDecodeMetaHeader + r] - needed;
+  }
+  return empty;
+}
+
 void count_mechanisms(const StepPlan& p, int32_t block_size, EpochCounters& c) {
   if (p.use_graph) {
     ++c.graph_replays;
@@ -128,6 +145,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
 
     sched.update(out, sampled);
     count_mechanisms(plan, s_.cache.block_size, c);
+    c.empty_decode_splits += empty_splits(s_, plan, limits_.max_decode_splits);
     c.tokens += plan.num_rows;
     ++c.steps;
     ++step;

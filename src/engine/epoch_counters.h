@@ -38,6 +38,9 @@ struct EpochCounters {
   int64_t prefill_context_tokens = 0;
   int64_t mixed_prefill_steps = 0;   // steps with prefill chunks both with context and without
   int64_t boundary_prefix_hits = 0;  // admissions cached to their last token, at a block boundary
+  // Decode splits the built-in planner gave a row past its last token (engine.decode_splits
+  // "uniform"): each is an empty softmax state (lse -inf) that the split combine merges.
+  int64_t empty_decode_splits = 0;
   int64_t usable_blocks = 0;         // the pool's blocks less the null block (the same each epoch)
 };
 

@@ -222,7 +222,8 @@ DecodePlanArgs ModelRunner::decode_shape(bool mla, int32_t v_dim) const {
           .v_dim = v_dim > 0 ? v_dim : mla ? m.kv_lora_rank : m.head_dim,
           .latent = mla,
           .interleaved = !mla && s_.cache.layout == KvLayout::interleaved,
-          .max_blocks_per_seq = limits_.block_table_stride};
+          .max_blocks_per_seq = limits_.block_table_stride,
+          .uniform_splits = s_.engine.decode_splits == DecodeSplits::uniform};
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {

@@ -22,6 +22,7 @@ constexpr std::array<int64_t EpochCounters::*, kNumMechanisms> kCounters = {
     &EpochCounters::preemptions,
     &EpochCounters::prefix_hit_blocks,
     &EpochCounters::boundary_prefix_hits,
+    &EpochCounters::empty_decode_splits,
 };
 
 std::string no_replays(const Scenario& s) {
@@ -64,6 +65,11 @@ std::string not_exercised(Mechanism m, const Scenario& s, const RunCoverage& c) 
       return s.engine.prefix_caching ? "no admission hit the prefix cache"
                                      : "engine.prefix_caching is off";
     case Mechanism::boundary_prefix_hits: return "no prefix hit ended at a block boundary";
+    case Mechanism::empty_decode_splits:
+      return s.engine.decode_splits == DecodeSplits::per_row
+                 ? "engine.decode_splits is \"per_row\": every split the planner gives a row "
+                   "holds tokens"
+                 : "no decode batch mixed rows needing different split counts";
   }
   return "the run had none";
 }

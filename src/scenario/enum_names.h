@@ -45,6 +45,11 @@ inline constexpr std::array<EnumName<PoolKind>, 2> kPoolKindNames{{
     {PoolKind::hybrid, "hybrid"},
 }};
 
+inline constexpr std::array<EnumName<DecodeSplits>, 2> kDecodeSplitsNames{{
+    {DecodeSplits::per_row, "per_row"},
+    {DecodeSplits::uniform, "uniform"},
+}};
+
 inline constexpr std::array<EnumName<GraphMode>, 2> kGraphModeNames{{
     {GraphMode::off, "off"},
     {GraphMode::decode, "decode"},

@@ -255,6 +255,12 @@ const Fields<EngineSpec>& engine_fields() {
               "which hides padded-row NaN at a throughput cost)."),
       integer("max_decode_splits", &EngineSpec::max_decode_splits, 1, 64,
               "Split-KV decode: most splits of one request's context."),
+      choice("decode_splits", &EngineSpec::decode_splits, kDecodeSplitsNames,
+             "How the built-in decode planner splits a batch: `per_row`: each row as many "
+             "splits as its length needs; `uniform`: every row the batch's largest count, as "
+             "fixed-split flash-decoding schedulers do, so shorter rows get splits with no "
+             "tokens (empty softmax states the combine must merge). A backend that plans its "
+             "own decodes plans as it does."),
   };
   return f;
 }

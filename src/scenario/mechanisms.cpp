@@ -37,6 +37,10 @@ const std::vector<MechanismInfo>& all_mechanisms() {
        "admissions whose tokens were cached up to the last one, ending exactly at a block "
        "boundary: the scheduler recomputes the last block so that the step samples a token",
        "prefix hits that end at a block boundary"},
+      {Mechanism::empty_decode_splits, "empty_decode_splits",
+       "decode splits the built-in planner gave a row past its last token "
+       "(engine.decode_splits \"uniform\"): empty softmax states the combine must merge",
+       "decode splits with no tokens"},
   };
   return list;
 }

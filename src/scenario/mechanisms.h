@@ -23,8 +23,9 @@ enum class Mechanism {
   preemptions,
   prefix_hit_blocks,
   boundary_prefix_hits,
+  empty_decode_splits,
 };
-inline constexpr std::size_t kNumMechanisms = 10;
+inline constexpr std::size_t kNumMechanisms = 11;
 
 struct MechanismInfo {
   Mechanism id;

@@ -66,6 +66,9 @@ struct CacheSpec {
 
 enum class GraphMode { off, decode };
 
+// How the built-in decode planner gives a batch's rows their splits (kernels/decode_splits.h).
+enum class DecodeSplits { per_row, uniform };
+
 struct GraphSpec {
   GraphMode mode = GraphMode::off;
   std::vector<int32_t> capture_sizes;  // ascending, unique, each <= max_running_requests
@@ -79,6 +82,7 @@ struct EngineSpec {
   GraphSpec cuda_graphs;
   bool zero_init_outputs = false;  // the seed-001 mitigation: memset attention outputs each step
   int32_t max_decode_splits = 4;   // split-KV: most splits per decode row
+  DecodeSplits decode_splits = DecodeSplits::per_row;
 };
 
 struct Range {
@@ -158,6 +162,7 @@ const char* to_string(DType t);
 const char* to_string(KvLayout l);
 const char* to_string(PoolKind p);
 const char* to_string(GraphMode m);
+const char* to_string(DecodeSplits d);
 const char* to_string(PoisonPattern p);
 const char* to_string(Expectation e);
 const char* to_string(ReferenceMode m);

@@ -18,6 +18,7 @@ const char* to_string(DType t) { return name_of(kCacheDTypeNames, t); }
 const char* to_string(KvLayout l) { return name_of(kKvLayoutNames, l); }
 const char* to_string(PoolKind p) { return name_of(kPoolKindNames, p); }
 const char* to_string(GraphMode m) { return name_of(kGraphModeNames, m); }
+const char* to_string(DecodeSplits d) { return name_of(kDecodeSplitsNames, d); }
 const char* to_string(PoisonPattern p) { return name_of(kPoisonPatternNames, p); }
 const char* to_string(Expectation e) { return name_of(kExpectationNames, e); }
 const char* to_string(ReferenceMode m) { return name_of(kReferenceModeNames, m); }

@@ -103,6 +103,18 @@ TEST(CoverageCounters, GraphReplaysCountPaddedAndMultiBlockRows) {
   EXPECT_EQ(exact.padded_rows_replayed, 0);
 }
 
+TEST(CoverageCounters, UniformDecodeSplitsCountTheEmptySplits) {
+  Scenario s = small_scenario();  // block size 4, max_decode_splits 4
+  // A (31 + 3 tokens) and B (3 + 3) prefill together, then decode together twice: at seq lens
+  // 32 and 4 the chunk is 8 tokens, A needs 4 splits and B 1 (3 empty under "uniform"); at 33
+  // and 5 the chunk is 12, A needs 3 and B 1 (2 empty).
+  const std::vector<Request> rs = {request(0, 31, 3), request(1, 3, 3, 0, 1)};
+  EXPECT_EQ(run(s, rs).front().empty_decode_splits, 0) << "per_row: every split has tokens";
+  s.engine.decode_splits = DecodeSplits::uniform;
+  EXPECT_EQ(run(s, rs).front().empty_decode_splits, 5);
+  EXPECT_EQ(run(s, {request(0, 31, 3)}).front().empty_decode_splits, 0) << "one row alone";
+}
+
 TEST(CoverageCounters, EagerStepsReplayNothing) {
   const EpochCounters c = run(small_scenario(), {request(0, 6, 5)}).front();
   EXPECT_EQ(c.graph_replays, 0);

@@ -144,6 +144,31 @@ TEST(StepPlan, SplitPlanCoversEverySequenceWithinMaxSplits) {
   }
 }
 
+// engine.decode_splits "uniform": every real row gets the batch's largest split count, so the
+// shorter rows' last splits start past their end (empty); padded rows still get none.
+TEST(StepPlan, UniformSplitPlansGiveShorterRowsEmptySplits) {
+  for (DType dt : {DType::bf16, DType::fp8_e4m3}) {
+    for (int32_t bs : {1, 3, 7, 16}) {
+      const std::vector<int32_t> lens = {1, 0, 5, 33, 100, 7};
+      const std::vector<int32_t> per_row = plan_decode_splits_for(dt, lens, bs, 4);
+      const std::vector<int32_t> uniform = plan_decode_splits_for(dt, lens, bs, 4, true);
+      EXPECT_EQ(uniform[0], per_row[0]) << "the same chunk";
+      const int32_t most = per_row[kDecodeMetaHeader + 4];  // the longest row's count
+      int32_t empty = 0;
+      for (size_t r = 0; r < lens.size(); ++r) {
+        const int32_t splits = uniform[kDecodeMetaHeader + r];
+        EXPECT_EQ(splits, lens[r] == 0 ? 0 : most) << bs << " row " << r;
+        if (lens[r] > 0) empty += splits - per_row[kDecodeMetaHeader + r];
+      }
+      if (most > 1) {
+        EXPECT_GT(empty, 0) << "row 0 (one token) has empty splits, " << bs;
+      }
+    }
+  }
+  EXPECT_EQ(plan_decode_splits({40, 3, 0, 17}, 4, 4, true),
+            std::vector<int32_t>({12, 4, 4, 0, 4}));
+}
+
 TEST(StepPlan, LinearSequencesFollowTheRowOrderWithTheirStateBlocks) {
   PlanFixture f;
   for (int32_t i = 0; i < 4; ++i) f.reqs[i].state_block = 50 + i;

@@ -59,7 +59,8 @@ TEST(Coverage, EachMechanismReadsItsOwnCounter) {
         &EpochCounters::padded_rows_replayed, &EpochCounters::replayed_multiblock_rows,
         &EpochCounters::prefill_rows_without_context, &EpochCounters::prefill_context_tokens,
         &EpochCounters::mixed_prefill_steps, &EpochCounters::preemptions,
-        &EpochCounters::prefix_hit_blocks, &EpochCounters::boundary_prefix_hits})
+        &EpochCounters::prefix_hit_blocks, &EpochCounters::boundary_prefix_hits,
+        &EpochCounters::empty_decode_splits})
     c.*f = v++;
   for (const MechanismInfo& m : all_mechanisms())
     EXPECT_EQ(mechanism_count(c, m.id), static_cast<int64_t>(m.id) + 1) << m.name;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "device/cuda/cuda_check.h"
 #include "kernels/model_math.cuh"
@@ -757,15 +759,31 @@ size_t attend_smem_bytes(const AttendArgs& a, int len_cap) {
   return 8 * (G * (a.dim + a.k2_dim) + G * len_cap + 2 * G + kSharedThreads);
 }
 
+// Bytes of a K or V element in the history: MLA's expanded rows are double, attention's float
+// (the launchers' KT and VT; attend() checks that they agree).
+static int kv_element_bytes(const AttendArgs& a) { return a.k2_dim ? 8 : 4; }
+
 int32_t attend_query_tile(const AttendArgs& a) {
   const int pairs_per_row = a.group, outs_per_row = a.group * a.dim;
   int32_t tile = std::min({16, kRowsMaxPairs / pairs_per_row,
                            kRowsMaxOut * kRowsThreads / std::max(outs_per_row, 1)});
-  const int kb = a.k2_dim ? 8 : 4;  // mla: double K and V; attention: float
+  const int kb = kv_element_bytes(a);
   while (tile > 0 &&
          rows_smem(tile * a.group, a.dim, a.k2_dim, kb, kb).total > kSharedLimitBytes)
     tile /= 2;
   return std::max(tile, 0);
+}
+
+// Lets `Kernel` take up to kSharedLimitBytes of dynamic shared memory: once per kernel (a
+// thread-safe static; a failure throws and is tried again next time).
+template <auto Kernel>
+void allow_large_smem(const char* what) {
+  static const bool done = [what] {
+    KV_CUDA_CHECK(what, cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(kSharedLimitBytes)));
+    return true;
+  }();
+  (void)done;
 }
 
 // A batch of few query groups (decode of a few requests) leaves most SMs idle while each block
@@ -801,15 +819,14 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
   if (a.dim > kThreads * kMaxAcc)
     throw DeviceError(std::string(what) + ": head dim above the GPU reference's 1024");
   if (a.groups) {
-    static bool opted_in = false;  // per instantiation
-    if (!opted_in) {
-      KV_CUDA_CHECK(what, cudaFuncSetAttribute(attend_rows_kernel<KT, VT>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kSharedLimitBytes)));
-      opted_in = true;
-    }
-    const int32_t tile = attend_query_tile(a);
-    const size_t smem = rows_smem(tile * a.group, a.dim, a.k2_dim, sizeof(KT), sizeof(VT)).total;
+    if (sizeof(KT) != static_cast<size_t>(kv_element_bytes(a)) || sizeof(VT) != sizeof(KT))
+      throw std::logic_error(std::string(what) + ": K/V element size is not the layer kind's");
+    if (a.max_group_rows < 1 || a.max_group_rows > attend_query_tile(a))
+      throw std::logic_error(std::string(what) + ": query groups larger than the kernel takes");
+    allow_large_smem<attend_rows_kernel<KT, VT>>(what);
+    // Shared memory for the largest group of the batch (a decode batch's groups are one row).
+    const size_t smem =
+        rows_smem(a.max_group_rows * a.group, a.dim, a.k2_dim, sizeof(KT), sizeof(VT)).total;
     const AttendArgs b = with_splits(a, max_len);
     const dim3 grid(a.num_heads / a.group, a.num_groups, b.split_count);
     attend_rows_kernel<KT, VT><<<grid, kRowsThreads, smem, st>>>(b);
@@ -822,13 +839,7 @@ static void attend(cudaStream_t st, const AttendArgs& a, int32_t max_len, const 
   }
   const size_t smem = attend_smem_bytes(a, max_len);
   if (smem <= kSharedLimitBytes) {
-    static bool opted_in = false;  // per instantiation
-    if (!opted_in) {
-      KV_CUDA_CHECK(what, cudaFuncSetAttribute(attend_shared_kernel<KT, VT>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kSharedLimitBytes)));
-      opted_in = true;
-    }
+    allow_large_smem<attend_shared_kernel<KT, VT>>(what);
     attend_shared_kernel<KT, VT><<<dim3(a.num_heads / a.group, a.num_rows), kSharedThreads, smem,
                                    st>>>(a, max_len);
   } else {
