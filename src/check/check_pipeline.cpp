@@ -21,7 +21,7 @@ CheckPipeline::~CheckPipeline() {
   {
     const std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    waiting_.reset();
+    queue_.clear();
   }
   cv_.notify_all();
   thread_.join();
@@ -39,9 +39,9 @@ void CheckPipeline::submit(CheckedStep&& step) {
     return;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !waiting_ || failure_; });
+  cv_.wait(lock, [&] { return queue_.size() < kQueuedSteps || failure_; });
   rethrow_failure();
-  waiting_ = std::move(step);
+  queue_.push_back(std::move(step));
   lock.unlock();
   cv_.notify_all();
   waited_seconds_ += seconds_since(t0);
@@ -51,7 +51,7 @@ void CheckPipeline::drain() {
   const auto t0 = std::chrono::steady_clock::now();
   if (overlap_) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return (!waiting_ && !busy_) || failure_; });
+    cv_.wait(lock, [&] { return (queue_.empty() && !busy_) || failure_; });
     rethrow_failure();
   }
   checker_.flush();  // the steps the checker holds (the checker thread is idle now)
@@ -61,10 +61,10 @@ void CheckPipeline::drain() {
 void CheckPipeline::worker() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return waiting_ || stop_; });
+    cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
     if (stop_) return;
-    std::optional<CheckedStep> step = std::move(waiting_);
-    waiting_.reset();
+    std::optional<CheckedStep> step = std::move(queue_.front());
+    queue_.pop_front();
     busy_ = true;
     lock.unlock();
     cv_.notify_all();  // submit() may hand over the next step now

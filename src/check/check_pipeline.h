@@ -2,9 +2,10 @@
 //
 // Serial: submit() checks the step before it returns (the engine waits for every check).
 // Overlapped: a checker thread checks step s while the engine runs step s + 1. submit() hands the
-// step over and returns at once unless a step is still waiting to be checked; then it waits. At
-// most two steps are out of the engine's hands (one being checked, one waiting), so the memory the
-// pipeline holds is two steps' outputs.
+// step over and returns at once unless kQueuedSteps steps are already waiting to be checked; then
+// it waits. The queue absorbs a burst of slow checks (a long prefill's reference) behind fast
+// decode steps. At most kQueuedSteps + 1 steps are out of the engine's hands, so that many steps'
+// outputs are what the pipeline holds.
 //
 // Either way the checker sees the same steps in the same order on one thread, so the verdict, the
 // first failure and every figure but the timings are the same. An exception thrown by a check
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -48,7 +50,8 @@ class CheckPipeline {
   double waited_seconds_ = 0.0;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<CheckedStep> waiting_;  // handed over, not yet taken by the checker thread
+  static constexpr size_t kQueuedSteps = 4;
+  std::deque<CheckedStep> queue_;  // handed over, not yet taken by the checker thread
   bool busy_ = false;                   // the checker thread is checking a step
   bool stop_ = false;
   std::exception_ptr failure_;

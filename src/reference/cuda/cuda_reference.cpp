@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -742,15 +744,32 @@ std::vector<double> CudaReference::measure(
   note_held();
   got_host_.reserve(std::max<size_t>(n * row_f * 4, 4));
   err_host_.reserve(std::max<size_t>(n * L_ * H * 8, 8));
-  // Staged as [row][layer][q_dim], the layout of the gathered reference outputs.
+  // Staged as [row][layer][q_dim], the layout of the gathered reference outputs; a large batch
+  // by a few threads, each its own jobs (the copy is most of measuring a small model's rows).
   float* g = got_host_.as<float>();
-  for (size_t j = 0; j < job_out_row_.size(); ++j)
-    for (int32_t l = 0; l < L_; ++l) {
-      const float* src = got(j, l);
-      for (int32_t i = 0; i < job_end_[j] - job_start_[j]; ++i)
-        std::memcpy(g + ((job_out_row_[j] + i) * L_ + l) * q_dim_, src + i * q_dim_,
-                    q_dim_ * 4);
+  auto stage = [&](size_t j0, size_t j1) {
+    for (size_t j = j0; j < j1; ++j)
+      for (int32_t l = 0; l < L_; ++l) {
+        const float* src = got(j, l);
+        for (int32_t i = 0; i < job_end_[j] - job_start_[j]; ++i)
+          std::memcpy(g + ((job_out_row_[j] + i) * L_ + l) * q_dim_, src + i * q_dim_,
+                      q_dim_ * 4);
+      }
+  };
+  const size_t jobs = job_out_row_.size();
+  const size_t parts = n * row_f < (size_t{4} << 20) ? 1 : std::min<size_t>(jobs, 8);
+  std::vector<std::thread> threads;
+  size_t done_by_threads = jobs;  // jobs [first handed to a thread, jobs)
+  for (size_t t = parts - 1; t >= 1; --t) {
+    try {
+      threads.emplace_back(stage, jobs * t / parts, done_by_threads);
+    } catch (const std::system_error&) {  // no thread to be had: this one does the rest
+      break;
     }
+    done_by_threads = jobs * t / parts;
+  }
+  stage(0, done_by_threads);
+  for (std::thread& t : threads) t.join();
   upload(got_dev_.as<void>(), g, n * row_f * 4);
   refgpu::measure_rows(stream_, static_cast<int32_t>(n), static_cast<int32_t>(L_), H,
                        m_.head_dim, got_dev_.as<float>(), out_dev_.as<double>(), floor_fraction,
