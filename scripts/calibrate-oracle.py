@@ -88,12 +88,11 @@ def measure(a):
     records = []
     with tempfile.TemporaryDirectory() as t:
         tmp = pathlib.Path(t)
-        jobs = []
-        for dtype in a.dtypes.split(","):
-            for f in files:
-                rel, path = forced(f, dtype, tmp)
-                for seed in seed_range(a.seeds):
-                    jobs.append((rel, dtype, seed, path))
+        # Seed by seed, so that a run stopped early has measured every scenario at its seeds.
+        forced_files = [(dtype, *forced(f, dtype, tmp)) for dtype in a.dtypes.split(",")
+                        for f in files]
+        jobs = [(rel, dtype, seed, path) for seed in seed_range(a.seeds)
+                for dtype, rel, path in forced_files]
         # SIGTERM (a `timeout`) ends the measurement early: the records so far are written.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         pool = concurrent.futures.ThreadPoolExecutor(a.jobs)
@@ -110,17 +109,25 @@ def measure(a):
                     print(f"NOT CLEAN: {rel} {dtype} seed {seed}: {r}", file=sys.stderr)
                 if k % 200 == 0:
                     print(f"{k}/{len(jobs)}", file=sys.stderr, flush=True)
+                    write_records(a, records, len(jobs))  # a killed run keeps what it measured
         except SystemExit:
             print(f"stopped early: {len(records)} of {len(jobs)} runs", file=sys.stderr)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+    write_records(a, records, len(jobs))
+    return 0
+
+
+def write_records(a, records, planned):
+    """The records so far, with what was measured, written atomically to a.out."""
     meta = {"date": str(datetime.date.today()), "kvcheck": a.kvcheck, "device": a.device,
             "backend": a.backend, "seeds": a.seeds, "dtypes": a.dtypes, "runs": len(records),
-            "planned": len(jobs),
+            "planned": planned,
             "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                                      capture_output=True, text=True).stdout.strip()}
-    pathlib.Path(a.out).write_text(json.dumps({"meta": meta, "records": records}) + "\n")
-    return 0
+    tmp = pathlib.Path(a.out + ".tmp")
+    tmp.write_text(json.dumps({"meta": meta, "records": list(records)}) + "\n")
+    tmp.replace(a.out)
 
 
 def round_up(x):

@@ -8,8 +8,10 @@
 // measured: seeds 1-100 on the host device, seeds 1-25 of the same on kvcheck's CUDA ops, and
 // the bf16 / fp8 ones through the FlashInfer plugin (a backend with bf16 io) on an H200; and the
 // GPU-scale scenarios (scenarios/gpu/*.json, one epoch, one sampled request) once each on the
-// CUDA ops and on FlashInfer, whose long contexts raised six MLA entries. Each tolerance is 3x
-// the largest clean error of its class, rounded up to two significant digits, and at least 2e-3:
+// CUDA ops and on FlashInfer, whose long contexts raised six MLA entries. More host f16 and fp8
+// runs later (2,266 and 1,306, seed by seed) raised f16 prefill and fp8's three MLA sites (host,
+// and cuda_builtin where the host's error is the larger). Each tolerance is 3x the largest clean
+// error of its class, rounded up to two significant digits, and at least 2e-3:
 //   host_f32      over the host runs;
 //   cuda_builtin  over the host and CUDA runs (the CUDA ops' tensor cores round 16-bit operands);
 //   half_io       over those and the FlashInfer runs; for the f32 and f16 caches, which
@@ -42,7 +44,7 @@ constexpr Calibrated kTable[] = {
     {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
     {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.27},
     {DType::f16, CheckSite::decode, 0.0035, 0.0035, 0.024},
-    {DType::f16, CheckSite::prefill, 0.0039, 0.0099, 0.035},
+    {DType::f16, CheckSite::prefill, 0.005, 0.0099, 0.035},
     {DType::f16, CheckSite::prefill_with_context, 0.0044, 0.0044, 0.022},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
@@ -58,9 +60,9 @@ constexpr Calibrated kTable[] = {
     {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.082},
     {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.052, 0.14},
     {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.048, 0.12},
-    {DType::fp8_e4m3, CheckSite::mla_decode, 0.002, 0.0064, 0.0072},
-    {DType::fp8_e4m3, CheckSite::mla_prefill, 0.0048, 0.014, 0.053},
-    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.002, 0.0033, 0.0086},
+    {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
+    {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.017, 0.053},
+    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0036, 0.0036, 0.0086},
     {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.053, 0.078, 0.27},
 };
 
