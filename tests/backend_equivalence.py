@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 TIMES = (
-    "seconds", "check_seconds", "reference_seconds", "forward_seconds", "zero_init_seconds")
+    "seconds", "check_seconds", "check_wait_seconds", "reference_seconds", "forward_seconds",
+    "zero_init_seconds")
 
 
 def run(kvcheck, scenario, out, extra):
