@@ -229,6 +229,19 @@ TEST(ParseScenario, RealHeadCountsAreAccepted) {
   EXPECT_EQ(most.model.num_kv_heads, 256);
 }
 
+// Real head dims (issue 21): 192, DeepSeek-V3's query/key head as plain attention, and its MLA
+// (head_dim 128 + qk_rope_dim 64 per head over a 512 + 64 = 576-wide latent row).
+TEST(ParseScenario, RealHeadDimsAreAccepted) {
+  const Scenario gqa = parse_ok(R"({"format": 1, "model": {"num_q_heads": 8, "num_kv_heads": 2,
+                                                           "head_dim": 192}})");
+  EXPECT_EQ(gqa.model.head_dim, 192);
+  const Scenario mla = parse_ok(R"({"format": 1, "model": {"layers": ["mla"], "head_dim": 128,
+                                                           "kv_lora_rank": 512,
+                                                           "qk_rope_dim": 64}})");
+  EXPECT_EQ(mla.model.head_dim + mla.model.qk_rope_dim, 192);
+  EXPECT_EQ(mla.model.kv_lora_rank + mla.model.qk_rope_dim, 576);
+}
+
 // Calibrated scales (amax / 448 of a real model's K and V) are rarely powers of two; the model
 // makes its constant features power-of-two multiples of them (model_weights.h).
 TEST(ParseScenario, CalibratedFp8ScalesAreAccepted) {
