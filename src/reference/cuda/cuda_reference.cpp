@@ -8,12 +8,11 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
-#include <system_error>
-#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "check/parallel_for.h"
 #include "device/cuda/cuda_check.h"
 #include "reference/cuda/ref_kernels.h"
 #include "reference/cuda_layout.h"
@@ -758,18 +757,8 @@ std::vector<double> CudaReference::measure(
   };
   const size_t jobs = job_out_row_.size();
   const size_t parts = n * row_f < (size_t{4} << 20) ? 1 : std::min<size_t>(jobs, 8);
-  std::vector<std::thread> threads;
-  size_t done_by_threads = jobs;  // jobs [first handed to a thread, jobs)
-  for (size_t t = parts - 1; t >= 1; --t) {
-    try {
-      threads.emplace_back(stage, jobs * t / parts, done_by_threads);
-    } catch (const std::system_error&) {  // no thread to be had: this one does the rest
-      break;
-    }
-    done_by_threads = jobs * t / parts;
-  }
-  stage(0, done_by_threads);
-  for (std::thread& t : threads) t.join();
+  parallel_for(parts, static_cast<unsigned>(parts),
+               [&](size_t t) { stage(jobs * t / parts, jobs * (t + 1) / parts); });
   upload(got_dev_.as<void>(), g, n * row_f * 4);
   refgpu::measure_rows(stream_, static_cast<int32_t>(n), static_cast<int32_t>(L_), H,
                        m_.head_dim, got_dev_.as<float>(), out_dev_.as<double>(), floor_fraction,
