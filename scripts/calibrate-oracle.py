@@ -5,21 +5,25 @@ precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp, issu
   measure: scripts/calibrate-oracle.py measure KVCHECK OUT.json [--device host|cuda]
                [--backend PLUGIN.so] [--seeds 1-100] [--dtypes f32,f16,bf16,fp8_e4m3]
                [--jobs N] [SCENARIO...]
-      Runs every scenario (default: smoke.json, seeds/, regressions/ and their FlashInfer-shape
+      Runs every scenario (default: smoke.json, seeds/, regressions/, shapes/ and the FlashInfer-shape
       variants under gpu/seeds/ and gpu/regressions/; not the GPU-scale ones) with the cache
       dtype forced to each dtype (fp8: k_scale 1/16, v_scale 1/4 unless the scenario is fp8
       already), --no-regressions, for every seed, with checks.tolerance 0.999 so that no drift
       check can stop a run early: every epoch's max_rel_error_by_site is kept. A run a backend
       cannot take (exit 3) is counted as such. Writes one record per run to OUT.json.
   report:  scripts/calibrate-oracle.py report OUT.md REC.json... [--margin 3] [--floor 2e-3]
+               [--exclude SCENARIO...]
       The largest error per (dtype, site, precision) over the records, where it happened, and
       the tolerance it calls for: margin x largest, rounded up to two significant digits, at
-      least the floor.
+      least the floor. Then, per scenario, the checks.site_tolerances its own runs in its own
+      cache dtype call for (what a model the table does not fit writes into its scenario).
+      --exclude leaves a scenario's runs out of the table (not out of its own figures).
 Not a CI job: a calibration is run once and its figures go to results/oracle-calibration.md.
 """
 import argparse
 import concurrent.futures
 import datetime
+import functools
 import json
 import math
 import pathlib
@@ -35,7 +39,7 @@ DTYPES = ["f32", "f16", "bf16", "fp8_e4m3"]
 def default_scenarios():
     s = REPO / "scenarios"
     return [s / "smoke.json"] + sorted(
-        p for d in ("seeds", "regressions", "gpu/seeds", "gpu/regressions")
+        p for d in ("seeds", "regressions", "shapes", "gpu/seeds", "gpu/regressions")
         for p in (s / d).glob("*.json"))
 
 
@@ -130,6 +134,13 @@ def write_records(a, records, planned):
     tmp.replace(a.out)
 
 
+@functools.lru_cache(maxsize=None)
+def native_dtype(rel):
+    """The cache dtype scenario `rel` (relative to scenarios/) names itself."""
+    doc = json.loads((REPO / "scenarios" / rel).read_text())
+    return doc.get("cache", {}).get("dtype", "bf16")
+
+
 def round_up(x):
     """x rounded up to two significant digits."""
     if x <= 0:
@@ -139,7 +150,9 @@ def round_up(x):
 
 
 def report(a):
-    worst, runs, skipped, unclean, metas = {}, {}, 0, 0, []
+    worst, runs, skipped, unclean, metas, per_scenario = {}, {}, 0, 0, [], {}
+    excluded = {str(pathlib.Path(x).resolve().relative_to(REPO / "scenarios"))
+                for x in a.exclude}
     for f in a.records:
         doc = json.loads(pathlib.Path(f).read_text())
         metas.append(doc["meta"])
@@ -149,6 +162,12 @@ def report(a):
                 continue
             if r["exit"] != 0:
                 unclean += 1
+            if r["dtype"] == native_dtype(r["scenario"]):
+                own = per_scenario.setdefault(r["scenario"], {})
+                for site, v in r.get("sites", {}).items():
+                    own[site] = v if math.isnan(v) else max(own.get(site, 0.0), v)
+            if r["scenario"] in excluded:
+                continue
             for site, v in r.get("sites", {}).items():
                 key = (r["dtype"], site, r["precision"])
                 runs[key] = runs.get(key, 0) + 1
@@ -172,8 +191,15 @@ def report(a):
         head.append(f"- {m['date']}, commit {m['commit']}: device {m['device']}, backend "
                     f"{m['backend'] or '-'}, seeds {m['seeds']}, dtypes {m['dtypes']}: "
                     f"{m.get('runs', '?')} of {m.get('planned', '?')} runs")
+    own = ["", "Per scenario, in its own cache dtype: the checks.site_tolerances its runs call "
+           "for", ""]
+    for scenario in sorted(per_scenario):
+        sites = {site: float(f"{max(round_up(a.margin * v), a.floor):.2g}")
+                 for site, v in sorted(per_scenario[scenario].items())}
+        own.append(f"- {scenario}{' (excluded from the table)' if scenario in excluded else ''}"
+                   f": `{json.dumps(sites)}`")
     text = "\n".join(head + [""] + lines) + "\n\n```json\n" + json.dumps(table, indent=1) + \
-        "\n```\n"
+        "\n```\n" + "\n".join(own) + "\n"
     pathlib.Path(a.out).write_text(text)
     print(text)
     return 1 if unclean else 0
@@ -196,7 +222,13 @@ def main():
     r.add_argument("records", nargs="+")
     r.add_argument("--margin", type=float, default=3.0)
     r.add_argument("--floor", type=float, default=2e-3)
-    a = ap.parse_args()
+    r.add_argument("--exclude", nargs="*", default=[])
+    # Scenarios may follow the options too (argparse stops a positional list at an option).
+    a, rest = ap.parse_known_args()
+    if rest and (a.cmd != "measure" or any(x.startswith("-") for x in rest)):
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if rest:
+        a.scenarios += rest
     return measure(a) if a.cmd == "measure" else report(a)
 
 

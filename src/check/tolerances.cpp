@@ -10,15 +10,20 @@
 // GPU-scale scenarios (scenarios/gpu/*.json, one epoch, one sampled request) once each on the
 // CUDA ops and on FlashInfer, whose long contexts raised six MLA entries. More host f16 and fp8
 // runs later (2,266 and 1,306, seed by seed) raised f16 prefill and fp8's three MLA sites (host,
-// and cuda_builtin where the host's error is the larger). Each tolerance is 3x the largest clean
-// error of its class, rounded up to two significant digits, and at least 2e-3:
+// and cuda_builtin where the host's error is the larger). The shapes/ scenarios (host seeds 1-34
+// and 51-59, CUDA seeds 1-72, every dtype) raised seven entries. Three of them (128 query heads
+// at hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
+// layers than the rest (MLA rows 8-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
+// and carry their own checks.site_tolerances instead of widening the table for every model:
+// the table stays tight enough to catch seed 003 (fp8 MLA decode drift 2.1e-2). Each tolerance is 3x the largest clean error of its class,
+// rounded up to two significant digits, and at least 2e-3:
 //   host_f32      over the host runs;
 //   cuda_builtin  over the host and CUDA runs (the CUDA ops' tensor cores round 16-bit operands);
 //   half_io       over those and the FlashInfer runs; for the f32 and f16 caches, which
 //                 FlashInfer does not take, the larger of cuda_builtin and bf16's half_io (a
 //                 16-bit io rounds q and out at least as a bf16 cache run does).
 // Attention and MLA rows are averages of V rows: their clean error stays at the cache dtype's
-// rounding (2e-3 .. 2e-2); the corruptions the regressions model reach 6.7e-2 .. 1 or NaN. The
+// rounding (up to 5e-2 with fp8); the regressions' first failures show 2.1e-2 .. 1 or NaN. The
 // linear-attention rows integrate every earlier position's upstream noise in their recurrent
 // state, and on the GPU (whose MLA ops round P to bf16) reach 8.8e-2 clean: their tolerance is
 // wide, and a bug there shows by its NaN or by the attention rows of the next layers.
@@ -36,34 +41,34 @@ struct Calibrated {
 };
 
 constexpr Calibrated kTable[] = {
-    {DType::f32, CheckSite::decode, 0.0028, 0.0028, 0.024},
+    {DType::f32, CheckSite::decode, 0.0036, 0.0036, 0.024},
     {DType::f32, CheckSite::prefill, 0.0051, 0.0051, 0.035},
     {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.022},
     {DType::f32, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f32, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
     {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
     {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.27},
-    {DType::f16, CheckSite::decode, 0.0035, 0.0035, 0.024},
+    {DType::f16, CheckSite::decode, 0.007, 0.007, 0.024},
     {DType::f16, CheckSite::prefill, 0.005, 0.0099, 0.035},
-    {DType::f16, CheckSite::prefill_with_context, 0.0044, 0.0044, 0.022},
+    {DType::f16, CheckSite::prefill_with_context, 0.005, 0.005, 0.022},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
     {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
     {DType::f16, CheckSite::linear_attention_output, 0.12, 0.12, 0.27},
-    {DType::bf16, CheckSite::decode, 0.0076, 0.0076, 0.024},
+    {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.024},
     {DType::bf16, CheckSite::prefill, 0.01, 0.01, 0.035},
-    {DType::bf16, CheckSite::prefill_with_context, 0.0089, 0.0089, 0.022},
+    {DType::bf16, CheckSite::prefill_with_context, 0.0098, 0.017, 0.022},
     {DType::bf16, CheckSite::mla_decode, 0.002, 0.0059, 0.0069},
     {DType::bf16, CheckSite::mla_prefill, 0.0022, 0.0069, 0.014},
     {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
     {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.27},
     {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.082},
     {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.052, 0.14},
-    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.048, 0.12},
+    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
     {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.017, 0.053},
     {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0036, 0.0036, 0.0086},
-    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.053, 0.078, 0.27},
+    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.068, 0.078, 0.27},
 };
 
 double pick(const Calibrated& c, OpPrecision p) {
@@ -89,6 +94,14 @@ SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision) {
   if (s.checks.tolerance)
     for (size_t i = 0; i < kNumCheckSites; ++i)
       if (has_drift_check(static_cast<CheckSite>(i))) t[i] = *s.checks.tolerance;
+  const SiteToleranceSpec& own = s.checks.site_tolerances;
+  for (const auto& [site, value] :
+       {std::pair{CheckSite::decode, own.decode}, {CheckSite::prefill, own.prefill},
+        {CheckSite::prefill_with_context, own.prefill_with_context},
+        {CheckSite::mla_decode, own.mla_decode}, {CheckSite::mla_prefill, own.mla_prefill},
+        {CheckSite::mla_prefill_with_context, own.mla_prefill_with_context},
+        {CheckSite::linear_attention_output, own.linear_attention_output}})
+    if (value) t[static_cast<size_t>(site)] = *value;
   return t;
 }
 

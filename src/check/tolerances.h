@@ -28,8 +28,8 @@ using SiteTolerances = std::array<double, kNumCheckSites>;
 // The calibrated defaults (tolerances.cpp: per cache dtype, site and op precision).
 SiteTolerances default_tolerances(DType cache_dtype, OpPrecision precision);
 
-// What a scenario is judged with: checks.tolerance, when given, for every drift site; else the
-// calibrated defaults.
+// What a scenario is judged with: per site, checks.site_tolerances' value when given; else
+// checks.tolerance when given (it covers every drift site); else the calibrated default.
 SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision);
 
 // The largest of them over the sites a model of these layer kinds has (the result's and the

@@ -296,14 +296,13 @@ std::string result_schema_text() {
                                                    verdict_name(Verdict::corrupt),
                                                    verdict_name(Verdict::error)})},
       {"meets_expectation", Json{{"type", "boolean"}}},
-      {"tolerance", described("The largest drift tolerance of the sites the model has "
-                              "(checks.tolerance when the scenario gives one: it applies to "
-                              "every site).",
+      {"tolerance", described("The largest drift tolerance of the sites the model has.",
                               number())},
       {"tolerances", described("The drift tolerance of each drift check site: the calibrated "
                                "defaults for the cache dtype and the attention ops' precision "
-                               "(kvcheck's float32 ops or a backend's 16-bit io), or "
-                               "checks.tolerance for all of them.",
+                               "(kvcheck's float32 ops or a backend's 16-bit io), unless "
+                               "the scenario's checks.tolerance (every site) or "
+                               "checks.site_tolerances (one site) replaces them.",
                                site_map())},
       {"reference_mode",
        described("checks.reference as the run used it: \"auto\" resolved to full or sampled "

@@ -115,11 +115,25 @@ struct FaultSpec {
 // sampled (the run records which and why); the CLI resolves it before a run starts.
 enum class ReferenceMode { full, sampled, automatic };
 
+// A drift tolerance for one check site (check/check_sites.h names them the same), where the
+// calibrated table does not fit a model: clean drift compounds over layers, more so in wider
+// models (results/oracle-calibration.md).
+struct SiteToleranceSpec {
+  std::optional<double> decode;
+  std::optional<double> prefill;
+  std::optional<double> prefill_with_context;
+  std::optional<double> mla_decode;
+  std::optional<double> mla_prefill;
+  std::optional<double> mla_prefill_with_context;
+  std::optional<double> linear_attention_output;
+};
+
 struct CheckSpec {
   bool nonfinite = true;
   bool drift = true;
   bool tokens = true;  // reference-margin check of each generated token + epoch agreement
   std::optional<double> tolerance;  // relative L2 per token x head, every site; default calibrated
+  SiteToleranceSpec site_tolerances;  // per site; over `tolerance` and the calibrated table
   ReferenceMode reference = ReferenceMode::full;
   int32_t sampled_requests = 8;  // requests per epoch checked in sampled mode (>= 1); a file
                                  // may only set it with reference "sampled" or "auto"

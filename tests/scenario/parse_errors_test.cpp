@@ -102,6 +102,17 @@ const BadCase kBadCases[] = {
      "got 1, expected a number greater than 0 and less than 1"},
     {"tolerance_string", R"({"format": 1, "checks": {"tolerance": "0.1"}})", "/checks/tolerance",
      R"(got "0.1" (a string), expected a number)"},
+    {"site_tolerance_zero", R"({"format": 1, "checks": {"site_tolerances": {"decode": 0}}})",
+     "/checks/site_tolerances/decode", "got 0, expected a number greater than 0 and less than 1"},
+    {"site_tolerance_misspelt_site",
+     R"({"format": 1, "checks": {"site_tolerances": {"mla_decod": 0.01}}})",
+     "/checks/site_tolerances/mla_decod", R"(unknown key; did you mean "mla_decode"?)"},
+    {"site_tolerance_of_a_site_without_drift",
+     R"({"format": 1, "checks": {"site_tolerances": {"sampled_token": 0.01}}})",
+     "/checks/site_tolerances/sampled_token", "unknown key"},
+    {"site_tolerances_not_an_object",
+     R"({"format": 1, "checks": {"site_tolerances": 0.01}})", "/checks/site_tolerances",
+     "expected an object"},
 
     // ---- enums ----
     {"bad_dtype_suggestion", R"({"format": 1, "cache": {"dtype": "fp16"}})", "/cache/dtype",

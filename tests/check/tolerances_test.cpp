@@ -1,0 +1,76 @@
+// tolerances_test.cpp — what a scenario is judged with: the calibrated table, checks.tolerance over
+// every drift site, checks.site_tolerances over single sites.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <variant>
+
+#include "check/check_sites.h"
+#include "check/tolerances.h"
+#include "scenario/field_table.h"
+#include "scenario/parse.h"
+
+namespace kv {
+namespace {
+
+Scenario parse(const std::string& text) {
+  auto r = parse_scenario(text, "t.json");
+  if (auto* e = std::get_if<ScenarioError>(&r)) ADD_FAILURE() << e->pointer << ": " << e->message;
+  return std::get<Scenario>(r);
+}
+
+size_t at(CheckSite s) { return static_cast<size_t>(s); }
+
+TEST(Tolerances, ScenarioWithoutOverridesGetsTheCalibratedTable) {
+  const Scenario s = parse(R"({"format": 1, "cache": {"dtype": "bf16"}})");
+  for (OpPrecision p : {OpPrecision::host_f32, OpPrecision::cuda_builtin, OpPrecision::half_io}) {
+    const SiteTolerances table = default_tolerances(DType::bf16, p);
+    EXPECT_EQ(drift_tolerances(s, p), table);
+    for (const CheckSiteInfo& info : all_check_sites())
+      EXPECT_EQ(table[at(info.site)] > 0.0, has_drift_check(info.site)) << info.name;
+  }
+}
+
+TEST(Tolerances, SiteTolerancesReplaceTheirSiteOnly) {
+  const Scenario s = parse(R"({"format": 1, "checks": {"site_tolerances":
+      {"mla_prefill_with_context": 0.0123, "decode": 0.0456}}})");
+  const SiteTolerances table = default_tolerances(DType::bf16, OpPrecision::host_f32);
+  const SiteTolerances t = drift_tolerances(s, OpPrecision::host_f32);
+  for (const CheckSiteInfo& info : all_check_sites()) {
+    const size_t i = at(info.site);
+    if (info.site == CheckSite::mla_prefill_with_context)
+      EXPECT_EQ(t[i], 0.0123);
+    else if (info.site == CheckSite::decode)
+      EXPECT_EQ(t[i], 0.0456);
+    else
+      EXPECT_EQ(t[i], table[i]) << info.name;
+  }
+}
+
+TEST(Tolerances, SiteTolerancesGoOverTheTolerance) {
+  const Scenario s = parse(R"({"format": 1, "checks": {"tolerance": 0.05,
+      "site_tolerances": {"prefill": 0.01}}})");
+  const SiteTolerances t = drift_tolerances(s, OpPrecision::half_io);
+  for (const CheckSiteInfo& info : all_check_sites()) {
+    const double want = !has_drift_check(info.site)        ? 0.0
+                        : info.site == CheckSite::prefill ? 0.01
+                                                          : 0.05;
+    EXPECT_EQ(t[at(info.site)], want) << info.name;
+  }
+  EXPECT_EQ(largest_tolerance(t, s.model.layers), 0.05);
+}
+
+// The format's keys under checks.site_tolerances are the drift check sites' names, all of them:
+// a site added to check_sites.h without a key here (or a key for a site without drift) fails.
+TEST(Tolerances, SiteToleranceKeysAreTheDriftSites) {
+  std::set<std::string> keys, sites;
+  for (const FieldInfo& f : scenario_field_table())
+    if (f.parent() == "/checks/site_tolerances") keys.insert(f.key());
+  for (const CheckSiteInfo& info : all_check_sites())
+    if (has_drift_check(info.site)) sites.insert(std::string(info.name));
+  EXPECT_EQ(keys, sites);
+}
+
+}  // namespace
+}  // namespace kv
