@@ -5,12 +5,13 @@ precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp, issu
   measure: scripts/calibrate-oracle.py measure KVCHECK OUT.json [--device host|cuda]
                [--backend PLUGIN.so] [--seeds 1-100] [--dtypes f32,f16,bf16,fp8_e4m3]
                [--jobs N] [SCENARIO...]
-      Runs every scenario (default: smoke.json, seeds/, regressions/, shapes/ and the FlashInfer-shape
-      variants under gpu/seeds/ and gpu/regressions/; not the GPU-scale ones) with the cache
-      dtype forced to each dtype (fp8: k_scale 1/16, v_scale 1/4 unless the scenario is fp8
-      already), --no-regressions, for every seed, with checks.tolerance 0.999 so that no drift
-      check can stop a run early: every epoch's max_rel_error_by_site is kept. A run a backend
-      cannot take (exit 3) is counted as such. Writes one record per run to OUT.json.
+      Runs every scenario (default: smoke.json, seeds/, regressions/, shapes/ and the
+      FlashInfer-shape variants under gpu/seeds/ and gpu/regressions/; not the GPU-scale ones),
+      with the cache dtype forced to each dtype (fp8: k_scale 1/16, v_scale 1/4 unless the
+      scenario is fp8 already), --no-regressions, for every seed, with checks.tolerance 0.999
+      so that no drift check can stop a run early: every epoch's max_rel_error_by_site is
+      kept. A run a backend cannot take (exit 3) is counted as such. Writes one record per run
+      to OUT.json.
   report:  scripts/calibrate-oracle.py report OUT.md REC.json... [--margin 3] [--floor 2e-3]
                [--exclude SCENARIO...]
       The largest error per (dtype, site, precision) over the records, where it happened, and

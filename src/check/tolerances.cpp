@@ -15,8 +15,9 @@
 // at hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
 // layers than the rest (MLA rows 8-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
 // and carry their own checks.site_tolerances instead of widening the table for every model:
-// the table stays tight enough to catch seed 003 (fp8 MLA decode drift 2.1e-2). Each tolerance is 3x the largest clean error of its class,
-// rounded up to two significant digits, and at least 2e-3:
+// the table stays tight enough to catch seed 003 (fp8 MLA decode drift 2.1e-2). Each tolerance
+// is 3x the largest clean error of its class, rounded up to two significant digits, and at least
+// 2e-3:
 //   host_f32      over the host runs;
 //   cuda_builtin  over the host and CUDA runs (the CUDA ops' tensor cores round 16-bit operands);
 //   half_io       over those and the FlashInfer runs; for the f32 and f16 caches, which

@@ -1,5 +1,5 @@
-// tolerances_test.cpp — what a scenario is judged with: the calibrated table, checks.tolerance over
-// every drift site, checks.site_tolerances over single sites.
+// tolerances_test.cpp — what a scenario is judged with: the calibrated table, checks.tolerance
+// over every drift site, checks.site_tolerances over single sites.
 #include <gtest/gtest.h>
 
 #include <set>
