@@ -10,9 +10,11 @@
 // GPU-scale scenarios (scenarios/gpu/*.json, one epoch, one sampled request) once each on the
 // CUDA ops and on FlashInfer, whose long contexts raised six MLA entries. More host f16 and fp8
 // runs later (2,266 and 1,306, seed by seed) raised f16 prefill and fp8's three MLA sites (host,
-// and cuda_builtin where the host's error is the larger). The shapes/ scenarios (host seeds 1-34
-// and 51-59, CUDA seeds 1-72, every dtype) raised seven entries. Three of them (128 query heads
-// at hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
+// and cuda_builtin where the host's error is the larger); the host fp8 runs at seeds 48-100
+// raised fp8 mla_prefill_with_context and linear_attention_output (8.5e-2 clean at
+// seeds/004's fp8 variant, seed 81). The shapes/ scenarios (host seeds 1-34 and 51-59, CUDA
+// seeds 1-72, every dtype) raised seven entries. Three of those scenarios (128 query heads at
+// hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
 // layers than the rest (MLA rows 8-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
 // and carry their own checks.site_tolerances instead of widening the table for every model:
 // the table stays tight enough to catch seed 003 (fp8 MLA decode drift 2.1e-2). Each tolerance
@@ -68,8 +70,8 @@ constexpr Calibrated kTable[] = {
     {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
     {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.017, 0.053},
-    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0036, 0.0036, 0.0086},
-    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.068, 0.078, 0.27},
+    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.0041, 0.0086},
+    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.26, 0.26, 0.27},
 };
 
 double pick(const Calibrated& c, OpPrecision p) {
