@@ -2,14 +2,9 @@
 
 #include <chrono>
 
+#include "engine/stopwatch.h"
+
 namespace kv {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 CheckPipeline::CheckPipeline(Checker& checker, bool overlap)
     : checker_(checker), overlap_(overlap) {

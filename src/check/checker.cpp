@@ -11,6 +11,7 @@
 #include "check/parallel_for.h"
 #include "check/reference_sample.h"
 #include "check/tolerances.h"
+#include "engine/stopwatch.h"
 
 namespace kv {
 namespace {
@@ -189,8 +190,7 @@ std::vector<std::vector<int64_t>> Checker::extend_references() {
   }
   const auto t0 = std::chrono::steady_clock::now();
   ref_->run(jobs, held_.front().outputs.quant_out, interrupt_);
-  stats_.reference_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.reference_seconds += seconds_since(t0);
   return jobs_of;
 }
 
@@ -206,15 +206,13 @@ void Checker::check_step(CheckedStep&& step) {
   if (static_cast<int32_t>(held_.size()) >= std::max(1, ref_->steps_per_run()) ||
       held_rows_ >= kHeldRows)
     judge_held();
-  stats_.check_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.check_seconds += seconds_since(t0);
 }
 
 void Checker::flush() {
   const auto t0 = std::chrono::steady_clock::now();
   judge_held();
-  stats_.check_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.check_seconds += seconds_since(t0);
 }
 
 void Checker::judge_held() {
@@ -242,15 +240,14 @@ void Checker::judge_held() {
                  static_cast<size_t>(st.plan.chunk_first_row[src[job].second]) * q_dim;
         },
         kRowNormFloor);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double t = seconds_since(t0);
     stats_.reference_seconds += t;
     timing_.measure += t;
   }
   const auto t_judge = std::chrono::steady_clock::now();
-  timing_.reference += std::chrono::duration<double>(t_judge - t_held).count();
+  timing_.reference += seconds_between(t_held, t_judge);
   for (size_t k = 0; k < held_.size(); ++k) judge(held_[k], jobs[k]);
-  timing_.judge +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_judge).count();
+  timing_.judge += seconds_since(t_judge);
   ++timing_.runs;
   held_.clear();
   held_rows_ = 0;

@@ -9,18 +9,11 @@
 #include "check/host_reference.h"
 #include "check/tolerances.h"
 #include "engine/engine.h"
+#include "engine/stopwatch.h"
 #include "engine/workload.h"
 #include "kernels/host/poll.h"
 
 namespace kv {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 RunResult result_header(const Scenario& s, const std::string& device, OpPrecision precision) {
   RunResult result;
   result.scenario = s.name;

@@ -6,14 +6,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/stopwatch.h"
 #include "report/format.h"
 
 namespace kv::cli {
 namespace {
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // "45 s", "12 min 5 s", "3 h 20 min": an ETA needs no milliseconds.
 std::string eta_text(double s) {

@@ -32,6 +32,7 @@
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
+#include "engine/stopwatch.h"
 #include "plugin/placement.h"
 #include "plugin/sha256.h"
 #include "plugin/worker.h"
@@ -391,8 +392,7 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
   const WorkerOutcome out =
       run_in_worker([&] { return work_in_worker(s, opts, sha256, deadline, record, style); },
                     record, std::chrono::seconds(opts.backend.timeout_seconds), deadline.at);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = seconds_since(t0);
   // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
   const std::string op = record.in_call() ? record.op_name() : "";
   RunError error;

@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "engine/stopwatch.h"
+
 namespace kv {
+
 FillPattern to_fill(PoisonPattern p) {
   switch (p) {
     case PoisonPattern::nan: return FillPattern::nan;
@@ -28,10 +31,6 @@ DeviceBuffer upload_new(Device& dev, const std::vector<T>& v) {
   DeviceBuffer b = buffer_of<T>(dev, v.size());
   b.upload(v);
   return b;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "check/parallel_for.h"
 #include "device/cuda/cuda_check.h"
+#include "engine/stopwatch.h"
 #include "reference/cuda/ref_kernels.h"
 #include "reference/cuda_layout.h"
 #include "reference/ref_math.h"
@@ -411,7 +412,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
   fetched_.clear();
   auto lap = [t = std::chrono::steady_clock::now()](double& into) mutable {
     const auto now = std::chrono::steady_clock::now();
-    into += std::chrono::duration<double>(now - t).count();
+    into += seconds_between(t, now);
     t = now;
   };
   ++steps_;
