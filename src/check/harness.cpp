@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "check/check_pipeline.h"
+#include "check/check_sites.h"
 #include "check/checker.h"
 #include "check/host_reference.h"
 #include "check/tolerances.h"
@@ -40,6 +41,11 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   // The host ops run on this thread poll it between rows: one op of a large step can take minutes.
   const host::PollScope host_ops_poll(hooks.interrupt);
   RunResult result = result_header(s, device.name(), device.op_precision());
+  for (const TighterSite& t : site_tolerances_below_table(s, device.op_precision()))
+    spdlog::warn("{}: checks.site_tolerances.{} = {:.2g} is below the calibrated {:.2g} of these "
+                 "ops (their io rounds more than the ops it was calibrated on): clean runs may "
+                 "fail there; calibrate on this device or backend (scripts/calibrate-oracle.py)",
+                 s.name, site_name(t.site), t.given, t.calibrated);
   if (!result.device_info) result.device_info = device.info();  // the header has the host's
   result.reference_device = reference.device;
   result.reference_mode_reason = reference.mode_reason;

@@ -32,6 +32,15 @@ SiteTolerances default_tolerances(DType cache_dtype, OpPrecision precision);
 // checks.tolerance when given (it covers every drift site); else the calibrated default.
 SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision);
 
+// A checks.site_tolerances value below the calibrated default of its site for this op precision
+// (a backend with 16-bit io has wider defaults than kvcheck's ops): clean runs may fail there.
+struct TighterSite {
+  CheckSite site;
+  double given = 0.0;
+  double calibrated = 0.0;
+};
+std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecision precision);
+
 // The largest of them over the sites a model of these layer kinds has (the result's and the
 // console's single "tolerance").
 double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers);

@@ -34,7 +34,7 @@ BlockPool::BlockPool(int32_t num_blocks, bool prefix_caching)
 void BlockPool::push_back(int32_t b) {
   // A block already queued would be linked twice and corrupt the queue (and every later
   // allocation): a refcount that reaches 0 twice is an engine bug to stop at, not to run on.
-  if (prev_[b] != kNone) {
+  if (in_queue(b)) {
     throw std::logic_error("BlockPool: block " + std::to_string(b) +
                            " returned to the free queue while already in it");
   }

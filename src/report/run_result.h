@@ -123,7 +123,7 @@ struct RunResult {
   std::vector<std::string> regressions;
   Expectation expected = Expectation::clean;
   Verdict verdict = Verdict::clean;
-  double tolerance = 0.0;     // the largest of the model's sites (checks.tolerance if given)
+  double tolerance = 0.0;     // the largest of `tolerances` over the model's sites
   // The drift tolerance of each check site (CheckSite order); 0 for a site with no drift check.
   std::array<double, kNumCheckSites> tolerances{};
   ReferenceMode reference_mode = ReferenceMode::full;  // checks.reference, "auto" resolved

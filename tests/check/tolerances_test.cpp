@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "check/check_sites.h"
 #include "check/tolerances.h"
@@ -33,8 +34,8 @@ TEST(Tolerances, ScenarioWithoutOverridesGetsTheCalibratedTable) {
 }
 
 TEST(Tolerances, SiteTolerancesReplaceTheirSiteOnly) {
-  const Scenario s = parse(R"({"format": 1, "checks": {"site_tolerances":
-      {"mla_prefill_with_context": 0.0123, "decode": 0.0456}}})");
+  const Scenario s = parse(R"({"format": 1, "model": {"layers": ["attention", "mla"]},
+      "checks": {"site_tolerances": {"mla_prefill_with_context": 0.0123, "decode": 0.0456}}})");
   const SiteTolerances table = default_tolerances(DType::bf16, OpPrecision::host_f32);
   const SiteTolerances t = drift_tolerances(s, OpPrecision::host_f32);
   for (const CheckSiteInfo& info : all_check_sites()) {
@@ -59,6 +60,25 @@ TEST(Tolerances, SiteTolerancesGoOverTheTolerance) {
     EXPECT_EQ(t[at(info.site)], want) << info.name;
   }
   EXPECT_EQ(largest_tolerance(t, s.model.layers), 0.05);
+}
+
+// A site tolerance calibrated on kvcheck's ops can be below the defaults of a backend with 16-bit
+// io: the run says so (harness.cpp warns) instead of failing clean rows without a word.
+TEST(Tolerances, SiteTolerancesBelowTheTableAreNamedPerPrecision) {
+  const double bf16_decode_f32 = default_tolerances(DType::bf16, OpPrecision::host_f32)[at(
+      CheckSite::decode)];
+  const double bf16_decode_half = default_tolerances(DType::bf16, OpPrecision::half_io)[at(
+      CheckSite::decode)];
+  ASSERT_LT(bf16_decode_f32, bf16_decode_half);
+  const double between = 0.5 * (bf16_decode_f32 + bf16_decode_half);
+  const Scenario s = parse(R"({"format": 1, "checks": {"site_tolerances": {"decode": )" +
+                           std::to_string(between) + "}}}");
+  EXPECT_TRUE(site_tolerances_below_table(s, OpPrecision::host_f32).empty());
+  const std::vector<TighterSite> below = site_tolerances_below_table(s, OpPrecision::half_io);
+  ASSERT_EQ(below.size(), 1u);
+  EXPECT_EQ(below[0].site, CheckSite::decode);
+  EXPECT_DOUBLE_EQ(below[0].given, std::stod(std::to_string(between)));
+  EXPECT_EQ(below[0].calibrated, bf16_decode_half);
 }
 
 // The format's keys under checks.site_tolerances are the drift check sites' names, all of them:

@@ -7,6 +7,7 @@
 
 #include "backend_cli.h"
 #include "cli_runner.h"
+#include "engine/stopwatch.h"
 
 namespace kv::test {
 namespace {
@@ -39,8 +40,7 @@ class MaxSeconds : public CliTest {
   CliRun stop_within(double bound, const std::string& args) {
     const auto t0 = std::chrono::steady_clock::now();
     CliRun r = kvcheck("run op.json --max-seconds 2 " + args);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds = seconds_since(t0);
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_TRUE(contains(r.err, "--max-seconds 2 reached while running long-op")) << r.err;
     EXPECT_TRUE(contains(r.err, "no result file is written for it")) << r.err;
