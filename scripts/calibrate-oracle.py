@@ -169,10 +169,12 @@ def report(a):
         if not path.exists():
             sys.exit(f"--exclude {x}: no such scenario (a path, or relative to scenarios/)")
         excluded.add(scenario_name(path))
+    seen = set()  # scenarios the records hold
     for f in a.records:
         doc = json.loads(pathlib.Path(f).read_text())
         metas.append(doc["meta"])
         for r in doc["records"]:
+            seen.add(r["scenario"])
             if r["exit"] == 3:
                 skipped += 1
                 continue
@@ -190,8 +192,7 @@ def report(a):
                 runs[key] = runs.get(key, 0) + 1
                 if key not in worst or math.isnan(v) or v > worst[key][0]:
                     worst[key] = (v, f'{r["scenario"]} seed {r["seed"]} ({r["device"]})')
-    unmatched = excluded - {r["scenario"] for f in a.records
-                             for r in json.loads(pathlib.Path(f).read_text())["records"]}
+    unmatched = excluded - seen
     if unmatched:
         sys.exit(f"--exclude: no record of {', '.join(sorted(unmatched))}")
     lines = [

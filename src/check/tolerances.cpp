@@ -98,15 +98,14 @@ SiteTolerances default_tolerances(DType cache_dtype, OpPrecision precision) {
 
 namespace {
 
-// checks.site_tolerances per site, in CheckSite terms.
-std::vector<std::pair<CheckSite, std::optional<double>>> site_values(const SiteToleranceSpec& t) {
-  return {{CheckSite::decode, t.decode},
-          {CheckSite::prefill, t.prefill},
-          {CheckSite::prefill_with_context, t.prefill_with_context},
-          {CheckSite::mla_decode, t.mla_decode},
-          {CheckSite::mla_prefill, t.mla_prefill},
-          {CheckSite::mla_prefill_with_context, t.mla_prefill_with_context},
-          {CheckSite::linear_attention_output, t.linear_attention_output}};
+// checks.site_tolerances' values, each with its site (kSiteToleranceKeys names them as
+// check_sites.h does; Tolerances.SiteToleranceKeysAreTheDriftSites holds them to it).
+std::vector<std::pair<CheckSite, double>> given_site_tolerances(const Scenario& s) {
+  std::vector<std::pair<CheckSite, double>> out;
+  for (const SiteToleranceKey& key : kSiteToleranceKeys)
+    if (const std::optional<double> v = s.checks.site_tolerances.*key.member)
+      out.push_back({find_check_site(key.name).value(), *v});
+  return out;
 }
 
 }  // namespace
@@ -116,17 +115,16 @@ SiteTolerances drift_tolerances(const Scenario& s, OpPrecision precision) {
   if (s.checks.tolerance)
     for (size_t i = 0; i < kNumCheckSites; ++i)
       if (has_drift_check(static_cast<CheckSite>(i))) t[i] = *s.checks.tolerance;
-  for (const auto& [site, value] : site_values(s.checks.site_tolerances))
-    if (value) t[static_cast<size_t>(site)] = *value;
+  for (const auto& [site, value] : given_site_tolerances(s)) t[static_cast<size_t>(site)] = value;
   return t;
 }
 
 std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecision precision) {
   const SiteTolerances table = default_tolerances(s.cache.dtype, precision);
   std::vector<TighterSite> out;
-  for (const auto& [site, value] : site_values(s.checks.site_tolerances))
-    if (value && *value < table[static_cast<size_t>(site)])
-      out.push_back({site, *value, table[static_cast<size_t>(site)]});
+  for (const auto& [site, value] : given_site_tolerances(s))
+    if (value < table[static_cast<size_t>(site)])
+      out.push_back({site, value, table[static_cast<size_t>(site)]});
   return out;
 }
 

@@ -128,6 +128,23 @@ struct SiteToleranceSpec {
   std::optional<double> linear_attention_output;
 };
 
+// Each key of SiteToleranceSpec once: its name (the check site's), its member and the layer kind
+// whose rows that site judges. The validator, the tolerances and the tests walk this table.
+struct SiteToleranceKey {
+  const char* name;
+  std::optional<double> SiteToleranceSpec::*member;
+  LayerKind kind;
+};
+inline constexpr SiteToleranceKey kSiteToleranceKeys[] = {
+    {"decode", &SiteToleranceSpec::decode, LayerKind::attention},
+    {"prefill", &SiteToleranceSpec::prefill, LayerKind::attention},
+    {"prefill_with_context", &SiteToleranceSpec::prefill_with_context, LayerKind::attention},
+    {"mla_decode", &SiteToleranceSpec::mla_decode, LayerKind::mla},
+    {"mla_prefill", &SiteToleranceSpec::mla_prefill, LayerKind::mla},
+    {"mla_prefill_with_context", &SiteToleranceSpec::mla_prefill_with_context, LayerKind::mla},
+    {"linear_attention_output", &SiteToleranceSpec::linear_attention_output, LayerKind::linear},
+};
+
 struct CheckSpec {
   bool nonfinite = true;
   bool drift = true;

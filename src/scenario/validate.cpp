@@ -177,26 +177,12 @@ void validate_checks(const CheckSpec& c, const Json& doc) {
 
 // A site tolerance for rows the model never produces would silently mean nothing.
 void validate_site_tolerances(const Scenario& s, const Json& doc) {
-  const SiteToleranceSpec& t = s.checks.site_tolerances;
-  const struct {
-    const char* site;
-    bool given;
-    LayerKind kind;
-  } sites[] = {{"decode", t.decode.has_value(), LayerKind::attention},
-               {"prefill", t.prefill.has_value(), LayerKind::attention},
-               {"prefill_with_context", t.prefill_with_context.has_value(), LayerKind::attention},
-               {"mla_decode", t.mla_decode.has_value(), LayerKind::mla},
-               {"mla_prefill", t.mla_prefill.has_value(), LayerKind::mla},
-               {"mla_prefill_with_context", t.mla_prefill_with_context.has_value(),
-                LayerKind::mla},
-               {"linear_attention_output", t.linear_attention_output.has_value(),
-                LayerKind::linear}};
-  for (const auto& site : sites) {
-    if (!site.given || first_layer(s.model, site.kind)) continue;
-    const std::string p = child_pointer("/checks/site_tolerances", site.site);
+  for (const SiteToleranceKey& key : kSiteToleranceKeys) {
+    if (!(s.checks.site_tolerances.*key.member) || first_layer(s.model, key.kind)) continue;
+    const std::string p = child_pointer("/checks/site_tolerances", key.name);
     fail(p, fmt::format("got {}, but {} rows come from {} layers and model.layers has none",
-                        describe(doc.at(Json::json_pointer(p))), site.site,
-                        to_string(site.kind)));
+                        describe(doc.at(Json::json_pointer(p))), key.name,
+                        to_string(key.kind)));
   }
 }
 

@@ -81,12 +81,24 @@ TEST(Tolerances, SiteTolerancesBelowTheTableAreNamedPerPrecision) {
   EXPECT_EQ(below[0].calibrated, bf16_decode_half);
 }
 
-// The format's keys under checks.site_tolerances are the drift check sites' names, all of them:
-// a site added to check_sites.h without a key here (or a key for a site without drift) fails.
+// The format's keys under checks.site_tolerances, and the table tolerances.cpp maps them with,
+// are the drift check sites' names, all of them: a site added to check_sites.h without a key
+// (or a key for a site without drift) fails.
 TEST(Tolerances, SiteToleranceKeysAreTheDriftSites) {
-  std::set<std::string> keys, sites;
+  std::set<std::string> keys, table, sites;
   for (const FieldInfo& f : scenario_field_table())
     if (f.parent() == "/checks/site_tolerances") keys.insert(f.key());
+  for (const SiteToleranceKey& key : kSiteToleranceKeys) {
+    table.insert(key.name);
+    // The layer kind the validator requires is the one whose rows the site judges.
+    const std::optional<CheckSite> site = find_check_site(key.name);
+    ASSERT_TRUE(site.has_value()) << key.name;
+    bool judged = false;
+    for (bool decode : {false, true})
+      for (bool context : {false, true}) judged |= mixer_site(key.kind, decode, context) == *site;
+    EXPECT_TRUE(judged) << key.name << " is not a site of " << to_string(key.kind) << " layers";
+  }
+  EXPECT_EQ(table, keys);
   for (const CheckSiteInfo& info : all_check_sites())
     if (has_drift_check(info.site)) sites.insert(std::string(info.name));
   EXPECT_EQ(keys, sites);
