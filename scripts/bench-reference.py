@@ -11,6 +11,9 @@ prints a markdown table, one row per run:
                (epochs[].check_wait_seconds; the check seconds themselves when serial);
   forward s    the engine alone: wall - check of the serial run of the same scenario and reference;
   check share  (wall - forward) / wall: what checking added to the time to a verdict;
+  reference s by epoch
+               epochs[].reference_seconds, one per epoch (the GPU reference keeps finished
+               requests' histories: later epochs compute only what differs);
 the reference mode used (checks.reference "auto" resolved) and the GPU reference's peak memory.
 --extra adds arguments to every run (e.g. "--epochs 1")."""
 import argparse
@@ -43,8 +46,8 @@ def main():
     refs = a.refs or ["host", "cuda"]
     out = tempfile.mkdtemp(prefix="bench-reference-")
     print("| scenario | reference | mode | checks | verdict | wall s | check s | waited s "
-          "| forward s | check share | GPU reference memory |")
-    print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+          "| forward s | check share | reference s by epoch | GPU reference memory |")
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|---|---:|")
     for scenario in a.scenarios:
         name = os.path.basename(scenario)[:-5]
         for ref in refs:
@@ -62,10 +65,11 @@ def main():
                     forward = wall - check
                 share = "-" if forward is None else f"{100 * (wall - forward) / wall:.0f}%"
                 mem = d.get("reference_device_bytes")
+                by_epoch = " / ".join(f"{e['reference_seconds']:.2f}" for e in d["epochs"])
                 label = "overlapped" if d["checks_overlapped"] else "serial"
                 print(f"| {name} | {d['reference_device']} | {d['reference_mode']} | {label} "
                       f"| {d['verdict']} | {wall:.1f} | {check:.1f} | {waited:.1f} "
-                      f"| {'-' if forward is None else f'{forward:.1f}'} | {share} "
+                      f"| {'-' if forward is None else f'{forward:.1f}'} | {share} | {by_epoch} "
                       f"| {'-' if mem is None else f'{mem / 2**30:.2f} GiB'} |")
                 sys.stdout.flush()
 

@@ -36,6 +36,40 @@ int64_t room_for_reference(const Scenario& s, const Device& device,
   return room - engine;
 }
 
+// Resolves checks.reference for a GPU reference with `room` bytes next to the engine.
+void resolve_gpu_mode(Scenario& s, ReferenceSetup& setup, int64_t room, bool asked_auto) {
+  if (s.checks.reference != ReferenceMode::sampled) {
+    const int64_t full = cuda_reference_bytes(s, ReferenceMode::full);
+    if (full <= room) {
+      if (asked_auto) {
+        s.checks.reference = ReferenceMode::full;
+        setup.mode_reason = fmt::format("the full GPU reference fits: {} of {} free next to the "
+                                        "engine", format_bytes(full), format_bytes(room));
+      }
+      return;
+    }
+    if (!asked_auto)
+      throw MemoryRefused(fmt::format(
+          "{}: the full GPU reference needs ~{} of GPU memory and {} is free next to the engine "
+          "(checks.reference \"full\"); use --reference auto (falls back to the sampled "
+          "reference) or --reference sampled, or --reference-device host",
+          s.name, format_bytes(full), format_bytes(std::max<int64_t>(room, 0))));
+    s.checks.reference = ReferenceMode::sampled;
+    setup.mode_reason = fmt::format(
+        "the full GPU reference needs ~{} of GPU memory, {} is free next to the engine: sampled "
+        "instead",
+        format_bytes(full), format_bytes(std::max<int64_t>(room, 0)));
+    spdlog::warn("{}: {}", s.name, setup.mode_reason);
+  }
+  const int64_t sampled = cuda_reference_bytes(s, ReferenceMode::sampled);
+  if (sampled > room)
+    throw MemoryRefused(fmt::format(
+        "{}: even the sampled GPU reference ({} requests) needs ~{} of GPU memory and {} is "
+        "free next to the engine; lower checks.sampled_requests or use --reference-device host",
+        s.name, s.checks.sampled_requests, format_bytes(sampled),
+        format_bytes(std::max<int64_t>(room, 0))));
+}
+
 }  // namespace
 
 const std::vector<std::string>& reference_device_kinds() {
@@ -68,47 +102,24 @@ ReferenceSetup choose_reference(Scenario& s, const std::string& requested, const
   if (!cuda_device_available())
     throw DeviceUnavailable("--reference-device cuda: no CUDA GPU is visible; use "
                             "--reference-device host");
+  const int64_t room = room_for_reference(s, device, budget);
+  resolve_gpu_mode(s, setup, room, asked_auto);
 #ifdef KVCHECK_HAVE_CUDA
   setup.device = "cuda";
   setup.protection = kCudaReferenceProtection;
-  setup.make = [both](const Scenario& sc, const ModelWeights& w) -> std::unique_ptr<StepReference> {
-    if (!both) return make_cuda_reference(sc, w);
+  // Half of what is left next to the engine and the reference's own slots may keep finished
+  // requests' histories for the next epoch (the other half is the engine's margin: its caching
+  // allocator may grow past the estimate).
+  const int64_t keep =
+      std::max<int64_t>(room - cuda_reference_bytes(s, s.checks.reference), 0) / 2;
+  setup.make = [both, keep](const Scenario& sc,
+                            const ModelWeights& w) -> std::unique_ptr<StepReference> {
+    if (!both) return make_cuda_reference(sc, w, keep);
     return std::make_unique<CrosscheckReference>(
-        sc.model, make_cuda_reference(sc, w),
+        sc.model, make_cuda_reference(sc, w, keep),
         std::make_unique<HostReference>(w, sc.cache, sc.model.num_q_heads, sc.model.head_dim));
   };
 #endif
-  const int64_t room = room_for_reference(s, device, budget);
-  if (s.checks.reference != ReferenceMode::sampled) {
-    const int64_t full = cuda_reference_bytes(s, ReferenceMode::full);
-    if (full <= room) {
-      if (asked_auto) {
-        s.checks.reference = ReferenceMode::full;
-        setup.mode_reason = fmt::format("the full GPU reference fits: {} of {} free next to the "
-                                        "engine", format_bytes(full), format_bytes(room));
-      }
-      return setup;
-    }
-    if (!asked_auto)
-      throw MemoryRefused(fmt::format(
-          "{}: the full GPU reference needs ~{} of GPU memory and {} is free next to the engine "
-          "(checks.reference \"full\"); use --reference auto (falls back to the sampled "
-          "reference) or --reference sampled, or --reference-device host",
-          s.name, format_bytes(full), format_bytes(std::max<int64_t>(room, 0))));
-    s.checks.reference = ReferenceMode::sampled;
-    setup.mode_reason = fmt::format(
-        "the full GPU reference needs ~{} of GPU memory, {} is free next to the engine: sampled "
-        "instead",
-        format_bytes(full), format_bytes(std::max<int64_t>(room, 0)));
-    spdlog::warn("{}: {}", s.name, setup.mode_reason);
-  }
-  const int64_t sampled = cuda_reference_bytes(s, ReferenceMode::sampled);
-  if (sampled > room)
-    throw MemoryRefused(fmt::format(
-        "{}: even the sampled GPU reference ({} requests) needs ~{} of GPU memory and {} is "
-        "free next to the engine; lower checks.sampled_requests or use --reference-device host",
-        s.name, s.checks.sampled_requests, format_bytes(sampled),
-        format_bytes(std::max<int64_t>(room, 0))));
   return setup;
 }
 

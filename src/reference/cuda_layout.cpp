@@ -53,6 +53,7 @@ RefSlotLayout ref_slot_layout(const ModelSpec& m, int32_t capacity) {
   }
   l.out = take(cap * d.L * d.q_dim * 8);
   l.hidden = take(cap * d.hidden * 8);
+  l.ties = take(cap * d.L * 8);
   l.bytes = at;
   return l;
 }
@@ -66,12 +67,13 @@ int32_t ref_batch_rows(const ModelSpec& m) {
 int64_t ref_scratch_bytes(const ModelSpec& m, int32_t rows) {
   const Dims d(m);
   // h, x: [hidden]; q (also q_nope), o, o_in: [q_dim]; k, v: [max kv width]; q_rope [H * P];
-  // gate [H]; the engine's fp8 rows [layers][q_dim] (float); row descriptors.
+  // gate [H]; the engine's fp8 rows [layers][q_dim] (float); two tie records [layers] (the
+  // computed and the kept, uint64); row descriptors.
   int64_t kv = d.KVH * d.D;
   if (has(m, LayerKind::linear)) kv = std::max(kv, d.q_dim);
   if (has(m, LayerKind::mla)) kv = std::max(kv, d.R + d.P);
   const int64_t q_rope = has(m, LayerKind::mla) ? d.H * d.P : 0;
-  const int64_t doubles = 2 * d.hidden + 3 * d.q_dim + 2 * kv + q_rope + d.H;
+  const int64_t doubles = 2 * d.hidden + 3 * d.q_dim + 2 * kv + q_rope + d.H + 2 * d.L;
   return rows * (doubles * 8 + d.L * d.q_dim * 4 + 32);
 }
 

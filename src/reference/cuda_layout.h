@@ -10,6 +10,7 @@
 //   linear:    a = state           double [num_q_heads][head_dim][head_dim]
 //   out:    double [capacity][layers][num_q_heads * head_dim]   (attention outputs)
 //   hidden: double [capacity][hidden_size]                      (after the last layer)
+//   ties:   uint64 [capacity][layers]  (which engine codes the fp8 op adopted: refgpu::quantise)
 // Every part starts at a multiple of 256 bytes.
 #pragma once
 
@@ -29,6 +30,7 @@ struct RefSlotLayout {
   std::vector<RefLayerOffsets> layers;
   int64_t out = 0;
   int64_t hidden = 0;
+  int64_t ties = 0;
   int64_t bytes = 0;  // the whole slot
 };
 

@@ -51,7 +51,9 @@ class StepReference {
   virtual ~StepReference() = default;
   // "host" or "cuda".
   virtual const char* device() const = 0;
-  // Drops every request's history: each epoch is judged on its own.
+  // A new epoch: no request is live any more. Each epoch is judged on its own: a reference may
+  // keep finished histories only to give a later request exactly the rows a fresh computation
+  // would (the GPU reference, across epochs), the host reference drops them.
   virtual void begin_epoch() = 0;
   // Brings every job's request to job.end. `interrupt` is called between units of work (a
   // position on the host, a batch of rows on the GPU) and may throw to end the run. Jobs of one
@@ -81,7 +83,7 @@ class StepReference {
   // How many steps' jobs one run() may take at once (the checker holds up to that many small
   // steps and judges them together; the verdicts do not depend on it).
   virtual int32_t steps_per_run() const { return 1; }
-  // The request finished: its history may go.
+  // The request finished: its history may go (or be kept, see begin_epoch).
   virtual void release(int32_t request) = 0;
   // Requests whose history is held now.
   virtual size_t live() const = 0;

@@ -6,13 +6,16 @@
 // prefix, a recompute after preemption (positions the reference already has), requests released
 // and slots reused, a new epoch, contexts long enough that the attention kernel splits them over
 // blocks; layer kinds attention (GQA 1, 4, 7; head dims 16 and 160), MLA and linear; every cache
-// dtype, fp8 with the engine's rows as hints. And the protection: a stray write into the
-// reference's history is caught at the next step.
+// dtype, fp8 with the engine's rows as hints. Histories kept across epochs: reused exactly as
+// far as a fresh computation gives the same rows, and within what may be kept. And the
+// protection: a stray write into the reference's history is caught at the next step, into a
+// kept history when it is taken up again.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -21,7 +24,10 @@
 #include "check/tolerances.h"
 #include "device/device.h"
 #include "engine/model_weights.h"
+#include "kernels/model_math.cuh"
 #include "reference/cuda/cuda_reference.h"
+#include "reference/cuda_layout.h"
+#include "reference/ref_sequence.h"
 
 namespace kv {
 bool cuda_gpu_present();
@@ -80,6 +86,11 @@ struct Compare {
   std::mt19937 rng{7};
   double worst = 0.0, worst_logits = 0.0;
   int64_t rows = 0;
+  // If set, the engine's fp8 rows of a step (else random codes).
+  std::function<void(StepQuantRows&)> hints;
+  // If set, a GPU reference without history that must agree with `gpu` to 1e-12 (reused rows
+  // are what a fresh computation gives, up to the softmax's order of summation).
+  StepReference* fresh = nullptr;
 
   int32_t layers() const { return static_cast<int32_t>(c.layers.size()); }
   void step(const std::vector<RefJob>& jobs, const std::string& where) {
@@ -93,13 +104,19 @@ struct Compare {
       quant[l].resize(static_cast<size_t>(n * c.heads * c.dim));
       for (auto& v : quant[l]) v = static_cast<float>(code(rng) - 30) / 8.0f;
     }
+    if (hints) hints(quant);
     gpu.run(jobs, quant, {});
     host.run(jobs, quant, {});
+    if (fresh) fresh->run(jobs, quant, {});
     for (size_t j = 0; j < jobs.size(); ++j) {
       for (int32_t pos = jobs[j].start; pos < jobs[j].end; ++pos)
         for (int32_t l = 0; l < layers(); ++l) {
           const double* a = gpu.attn_out(j, pos, l);
           const double* b = host.attn_out(j, pos, l);
+          if (fresh)
+            ASSERT_LE(rel(a, fresh->attn_out(j, pos, l), c.heads * c.dim), 1e-12)
+                << c.name << " " << where << " job " << j << " pos " << pos << " layer " << l
+                << ": the history differs from a fresh GPU reference";
           for (int32_t h = 0; h < c.heads; ++h, ++rows) {
             const double e = rel(a + h * c.dim, b + h * c.dim, c.dim);
             worst = std::max(worst, e);
@@ -123,25 +140,31 @@ struct Compare {
 
 // The engine's step patterns over short contexts, two epochs; `per_run` steps' jobs go to each
 // run() together (the checker's batching: several jobs of one request in a run, in step order).
+// The second epoch replays requests 100-102 (the GPU reference takes up their kept histories as
+// far as its new hints allow), 103's tokens from position 20 on are new, 104's all new; with
+// linear layers nothing is reused.
 void short_contexts(const Case& c, int32_t per_run) {
   const Scenario s = scenario_of(c);
   const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w);
+  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
   HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
   Compare cmp{c, *gpu, host};
   const int32_t capacity = s.workload.prompt_len.max + s.workload.new_tokens.max;
   std::uniform_int_distribution<int32_t> tok(0, s.model.vocab_size - 1);
+  std::vector<std::vector<int32_t>> tokens(5, std::vector<int32_t>(capacity));
+  for (auto& t : tokens)
+    for (auto& x : t) x = tok(cmp.rng);
+  int64_t replayable = 0;  // positions of epoch 0 that epoch 1 asks for with the same tokens
   for (int32_t epoch = 0; epoch < 2; ++epoch) {
     gpu->begin_epoch();
     host.begin_epoch();
     // Five requests: their tokens, how far the engine has computed, and a step pattern.
-    std::vector<std::vector<int32_t>> tokens(5);
-    std::vector<int32_t> done(5, 0);
-    for (auto& t : tokens) {
-      t.resize(static_cast<size_t>(capacity));
-      for (auto& x : t) x = tok(cmp.rng);
+    if (epoch == 1) {
+      for (size_t i = 20; i < tokens[3].size(); ++i) tokens[3][i] = tok(cmp.rng);
+      for (auto& x : tokens[4]) x = tok(cmp.rng);
     }
-    done[3] = 17;  // a cached prefix: its first chunk starts at 17
+    std::vector<int32_t> done(5, 0);
+    done[3] = 17 - 9 * epoch;  // a cached prefix: its first chunk starts at 17, then 8
     std::vector<RefJob> jobs;
     int64_t row = 0;
     std::vector<int32_t> finished;
@@ -170,9 +193,21 @@ void short_contexts(const Case& c, int32_t per_run) {
       }
       finished.clear();
     }
+    if (epoch == 0) replayable = done[0] + done[1] + done[2] + std::min(done[3], 20);
   }
   EXPECT_GT(cmp.rows, 400);  // every shape compares hundreds of rows at least
   cmp.report(per_run == 1 ? "short contexts" : "short contexts, steps together");
+  const CudaReferenceWork work = cuda_reference_work(*gpu);
+  std::printf("  %lld positions computed, %lld reused\n", static_cast<long long>(work.computed),
+              static_cast<long long>(work.reused));
+  const bool linear =
+      std::find(c.layers.begin(), c.layers.end(), LayerKind::linear) != c.layers.end();
+  if (linear) {
+    EXPECT_EQ(work.reused, 0);
+  } else {  // less than all where a random hint adopted a code in either epoch
+    EXPECT_GT(work.reused, 0);
+    EXPECT_LE(work.reused, replayable);
+  }
 }
 
 TEST_P(ReferenceGpu, AgreesWithTheCpuReference) { short_contexts(GetParam(), 1); }
@@ -190,7 +225,7 @@ TEST_P(ReferenceGpu, LongContextsSplitOverBlocksAgree) {
   s.workload.prompt_len = {1, 1200};
   s.workload.new_tokens = {1, 8};
   const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w);
+  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
   HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
   Compare cmp{c, *gpu, host};
   const int32_t capacity = 1208;
@@ -241,7 +276,7 @@ TEST(ReferenceGpuMeasure, ErrorsAreTheCheckersArithmetic) {
   const Case c{"m", {LayerKind::attention, LayerKind::mla}, 4, 2, 16, DType::bf16};
   const Scenario s = scenario_of(c);
   const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w);
+  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
   ASSERT_TRUE(gpu->measure_on_device());
   HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
   const int32_t H = c.heads, D = c.dim, q_dim = H * D, L = 2, capacity = 49;
@@ -262,8 +297,8 @@ TEST(ReferenceGpuMeasure, ErrorsAreTheCheckersArithmetic) {
     const StepQuantRows quant(static_cast<size_t>(L));
     gpu->run(jobs, quant, {});
     host.run(jobs, quant, {});
-    // The "engine's" rows: the reference, rounded to float, with noise of 10^-k (k = 1..4) relative per
-    // (job, layer) and a NaN and an Inf in two heads.
+    // The "engine's" rows: the reference, rounded to float, with noise of 10^-k (k = 1..4)
+    // relative per (job, layer) and a NaN and an Inf in two heads.
     std::vector<std::vector<std::vector<float>>> got(jobs.size());  // [job][layer][rows * q_dim]
     for (size_t j = 0; j < jobs.size(); ++j)
       for (int32_t l = 0; l < L; ++l) {
@@ -321,7 +356,7 @@ TEST(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
   if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
   const Scenario s = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
   const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w);
+  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
   std::vector<int32_t> t(49, 3);
   gpu->begin_epoch();
   RefJob j{.request = 1, .tokens = t, .start = 0, .end = 8, .capacity = 49, .first_row = 0,
@@ -340,6 +375,146 @@ TEST(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
     EXPECT_NE(std::string(e.what()).find("request 1's K of layer 0"), std::string::npos)
         << e.what();
   }
+}
+
+// Kept histories across epochs (cuda_reference.h). One request replayed over four epochs, its
+// engine rows NaN (never adopted) except in epochs 1 and 2, where one element of layer 0 at
+// position p is the other code of a near-tie of the reference's own value: a fresh reference
+// adopts it there. Epoch 1 must reuse exactly [0, p) and compute from p (the tie is settled
+// otherwise than in epoch 0); epoch 2, with the same engine rows as epoch 1, reuses everything;
+// epoch 3 (NaN again) reuses exactly [0, p) (the kept rows from p on followed the engine's code).
+// Every row agrees with the CPU reference, which starts each epoch from nothing, and with a GPU
+// reference made fresh for the epoch.
+TEST(ReferenceGpuHistory, ATieSettledOnlyInALaterEpochIsRecomputedFromThere) {
+  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+  for (const Case& c :
+       {Case{"gqa4_fp8", {LayerKind::attention, LayerKind::attention}, 8, 2, 32,
+             DType::fp8_e4m3, 0.0625f, 0.125f},
+        Case{"mla_bf16", {LayerKind::mla, LayerKind::mla}, 4, 1, 16, DType::bf16}}) {
+    SCOPED_TRACE(c.name);
+    const Scenario s = scenario_of(c);
+    const ModelWeights w = make_model_weights(s.model, s.cache);
+    const int32_t q_dim = c.heads * c.dim, capacity = 49, prompt = 30;
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int32_t> tok(0, s.model.vocab_size - 1);
+    std::vector<int32_t> t(capacity);
+    for (auto& x : t) x = tok(rng);
+    // A near-tie of layer 0 at a position p >= 10 (well inside the window, so that the GPU's
+    // last bits cannot move it out).
+    RefSequence seq(w, s.cache);
+    seq.extend(t, prompt);
+    const float scale = w.quant_scale(0, s.cache);
+    auto q8 = [&](double v) { return round_through_scaled(static_cast<float>(v), DType::fp8_e4m3,
+                                                          scale); };
+    int32_t p = -1, e = -1;
+    float theirs = 0.0f;
+    for (int32_t pos = 10; pos < prompt && p < 0; ++pos)
+      for (int32_t i = 0; i < q_dim && p < 0; ++i) {
+        const double exact = seq.attn_out(pos, 0)[i], ours = q8(exact);
+        const double other = q8(2.0 * exact - ours);
+        if (other == ours || !std::isfinite(other)) continue;
+        if (std::fabs(exact - 0.5 * (ours + other)) > 0.5 * kFp8TieWindow * (other - ours > 0
+                                                                              ? other - ours
+                                                                              : ours - other))
+          continue;
+        p = pos, e = i, theirs = static_cast<float>(other);
+      }
+    ASSERT_GE(p, 0) << "no near-tie in layer 0 at positions 10.." << prompt;
+    auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
+    HostReference host(w, s.cache, s.model.num_q_heads, s.model.head_dim, 2);
+    Compare cmp{c, *gpu, host};
+    int32_t epoch = 0;
+    int32_t tie_row = -1;  // the step's row of position p, -1: not in this step
+    cmp.hints = [&](StepQuantRows& quant) {
+      for (auto& layer : quant) std::fill(layer.begin(), layer.end(), NAN);
+      if ((epoch == 1 || epoch == 2) && tie_row >= 0)
+        quant[0][static_cast<size_t>(tie_row * q_dim + e)] = theirs;
+    };
+    int64_t reused_before = 0;
+    for (epoch = 0; epoch < 4; ++epoch) {
+      gpu->begin_epoch();
+      host.begin_epoch();
+      auto fresh = make_cuda_reference(s, w, 0);
+      cmp.fresh = fresh.get();
+      const std::string at = "epoch " + std::to_string(epoch);
+      tie_row = p;
+      cmp.step({{.request = 7, .tokens = t, .start = 0, .end = prompt, .capacity = capacity,
+                 .first_row = 0, .logits = true}},
+               at + " prefill");
+      if (HasFatalFailure()) return;
+      tie_row = -1;
+      for (int32_t pos = prompt; pos < capacity; ++pos) {
+        cmp.step({{.request = 7, .tokens = t, .start = pos, .end = pos + 1,
+                   .capacity = capacity, .first_row = 0, .logits = true}},
+                 at + " decode " + std::to_string(pos));
+        if (HasFatalFailure()) return;
+      }
+      gpu->release(7);
+      host.release(7);
+      const int64_t reused = cuda_reference_work(*gpu).reused - reused_before;
+      reused_before += reused;
+      const int64_t expected[] = {0, p, capacity, p};
+      EXPECT_EQ(reused, expected[epoch]) << at << " (the tie is at position " << p << ")";
+    }
+  }
+}
+
+// A stray write into a kept (dormant) history is caught when the history is taken up again,
+// before anything of it is read.
+TEST(ReferenceGpuProtection, AStrayWriteIntoAKeptHistoryIsCaughtWhenItIsTakenUp) {
+  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+  const Scenario s = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
+  const ModelWeights w = make_model_weights(s.model, s.cache);
+  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
+  std::vector<int32_t> t(49, 3);
+  const RefJob j{.request = 1, .tokens = t, .start = 0, .end = 8, .capacity = 49,
+                 .first_row = 0, .logits = true};
+  gpu->begin_epoch();
+  gpu->run({j}, StepQuantRows(1), {});
+  gpu->begin_epoch();
+  gpu->run({j}, StepQuantRows(1), {});  // clean: the kept rows are taken up
+  EXPECT_EQ(cuda_reference_work(*gpu).reused, 8);
+  gpu->begin_epoch();
+  corrupt_history_for_test(*gpu, 1);
+  try {
+    gpu->run({j}, StepQuantRows(1), {});
+    FAIL() << "the corrupted kept history was not noticed";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("request 1's K of layer 0"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("kept from an earlier epoch"), std::string::npos)
+        << e.what();
+  }
+}
+
+// What a finished request's history may take: with nothing to keep, the slot of a finished
+// request goes to the next one and the next epoch reuses nothing; with room for two slots, both
+// histories stay and the next epoch reuses both, for one slot more of device memory.
+TEST(ReferenceGpuHistory, KeptHistoriesStayWithinWhatMayBeKept) {
+  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+  const Scenario s = scenario_of({"k", {LayerKind::attention}, 4, 2, 16, DType::bf16});
+  const ModelWeights w = make_model_weights(s.model, s.cache);
+  const int64_t slot = ref_slot_layout(s.model, 49).bytes;
+  std::vector<int32_t> a(49, 3), b(49, 5);
+  auto two_epochs = [&](int64_t keep) {
+    auto gpu = make_cuda_reference(s, w, keep);
+    for (int32_t epoch = 0; epoch < 2; ++epoch) {
+      gpu->begin_epoch();
+      for (int32_t r = 0; r < 2; ++r) {  // one after the other
+        gpu->run({{.request = r, .tokens = r ? b : a, .start = 0, .end = 20, .capacity = 49,
+                   .first_row = 0, .logits = true}},
+                 StepQuantRows(1), {});
+        gpu->release(r);
+      }
+    }
+    return std::pair{cuda_reference_work(*gpu).reused, gpu->peak_device_bytes()};
+  };
+  const auto [reused0, peak0] = two_epochs(0);
+  const auto [reused2, peak2] = two_epochs(2 * slot);
+  EXPECT_EQ(reused0, 0);
+  EXPECT_EQ(reused2, 40);
+  EXPECT_GE(peak2 - peak0, slot);
+  EXPECT_LT(peak2 - peak0, 2 * slot);
 }
 
 }  // namespace

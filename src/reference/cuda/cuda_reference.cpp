@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -109,20 +110,30 @@ struct Part {
   bool every_step = true;
 };
 
+// One request's history on the device. Live (`request` >= 0): rows [0, length) are the
+// request's positions. Dormant (request -1, owner >= 0): the rows [0, kept) of a request that
+// finished, or of the last epoch, kept for when the same tokens come again (every epoch replays
+// the same requests): a live slot's rows [length, kept) are such rows not yet reused (reuse()).
 struct Slot {
-  int32_t request = -1;  // -1: free
-  int32_t length = 0;    // positions computed
+  int32_t request = -1;  // the live request; -1: none
+  int32_t owner = -1;    // the request whose positions the rows hold; -1: free
+  int32_t length = 0;    // positions of the live request computed (or reused)
+  int32_t kept = 0;      // rows written: [0, kept), length <= kept
+  std::vector<int32_t> tokens;  // the tokens of [0, kept)
+  int64_t dormant_since = 0;  // when it last went dormant (a count of releases)
   DevMem mem;
-  std::vector<unsigned long long> hashes;  // per Part, of what was last written
+  std::vector<unsigned long long> hashes;  // per Part, of what was last written ([0, kept))
 };
 
 class CudaReference : public StepReference {
  public:
-  CudaReference(const Scenario& s, const ModelWeights& w);
+  CudaReference(const Scenario& s, const ModelWeights& w, int64_t keep_bytes);
   ~CudaReference() override {
-    spdlog::debug("GPU reference: {} steps, {} rows; verify {:.3f} s, compute {:.3f} s, hash "
-                  "{:.3f} s, outputs {:.3f} s; peak {} bytes",
-                  steps_, rows_total_, t_verify_, t_compute_, t_hash_, t_out_, peak_);
+    spdlog::debug("GPU reference: {} steps, {} rows computed, {} reused from earlier epochs; "
+                  "verify {:.3f} s, reuse {:.3f} s, compute {:.3f} s, hash {:.3f} s, outputs "
+                  "{:.3f} s; peak {} bytes",
+                  steps_, rows_total_, reused_total_, t_verify_, t_reuse_, t_compute_, t_hash_,
+                  t_out_, peak_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -145,16 +156,42 @@ class CudaReference : public StepReference {
                               double floor_fraction) override;
   int64_t peak_device_bytes() const override { return peak_; }
   void corrupt_for_test(int32_t request) {
-    Slot& sl = *slots_.at(static_cast<size_t>(slot_of_.at(request)));
-    KV_CUDA_CHECK("corrupt", cudaMemset(sl.mem.as<char>() + parts_.front().off, 0x5a, 4));
+    for (const auto& sl : slots_)
+      if (sl->request == request || (sl->request < 0 && sl->owner == request)) {
+        KV_CUDA_CHECK("corrupt", cudaMemset(sl->mem.as<char>() + parts_.front().off, 0x5a, 4));
+        return;
+      }
+    throw std::logic_error("corrupt_for_test: no history of that request");
   }
+  CudaReferenceWork work() const { return {rows_total_, reused_total_}; }
 
  private:
+  // Which parts verify() hashes: those read every step (of every live slot), the others (of the
+  // given slots), or all of them (of the given slots).
+  enum class Check { every_step, others, all };
+
   void upload_weights();
-  Slot& slot_for(int32_t request);
-  // Checks that what the reference wrote is unchanged: the weights and the every-step parts of
-  // every live slot, or (reread) the other parts of `slots` alone. Throws DeviceError if not.
-  void verify(bool reread = false, const std::vector<const Slot*>& slots = {});
+  // The slot of `request`: its live one, its dormant one (appended to `adopted`), a free one, a
+  // new one, or another request's dormant one (evicted), in that order of preference.
+  Slot& slot_for(int32_t request, std::vector<const Slot*>& adopted);
+  void reset(Slot& sl, int32_t request);
+  void go_dormant(Slot& sl);
+  // Checks that what the reference wrote is unchanged: the weights and the parts `which` says,
+  // over [0, kept). Throws DeviceError if not.
+  void verify(Check which, const std::vector<const Slot*>& slots = {});
+  // Moves each job's slot forward over its kept rows as far as a fresh computation would give
+  // the same rows, and drops the kept rows past that where the slot computes in this run.
+  // The slots it looked at go to `examined` (their outputs and tie records were read).
+  void reuse(const std::vector<RefJob>& jobs, const std::vector<Slot*>& job_slot,
+             const std::vector<size_t>& order, std::vector<const Slot*>& examined);
+  // The engine's fp8 rows of a batch's hinted rows into the hint staging buffer, per quantised
+  // layer: hint_src per row: (job, engine row), row -1 for none.
+  void stage_hints(const std::vector<RefJob>& jobs,
+                   const std::vector<std::pair<size_t, int64_t>>& hint_src);
+  // Per row of `rows` (hint_src as above): would the fp8 op, given these hints and the slot's
+  // kept exact outputs, adopt other engine codes than the kept rows' computation did?
+  std::vector<char> ties_differ(const std::vector<RefJob>& jobs, const std::vector<Row>& rows,
+                                const std::vector<std::pair<size_t, int64_t>>& hint_src);
   void compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs);
   void write_outputs(const std::vector<RefJob>& jobs);
   void sync() { KV_CUDA_CHECK("reference synchronize", cudaStreamSynchronize(stream_)); }
@@ -171,6 +208,12 @@ class CudaReference : public StepReference {
   const ModelSpec& m_;
   int64_t q_dim_, hidden_, L_, kvw_;
   RefSlotLayout layout_;
+  // Finished requests' histories are kept for reuse (not with linear layers: their recurrent
+  // state is kept only at the last position, so no earlier position can be continued from), in
+  // at most this many dormant slots.
+  bool history_;
+  int64_t keep_slots_;
+  int64_t releases_ = 0;
   std::vector<Part> parts_;
   int32_t batch_rows_;
   int device_ = 0;  // the GPU current where it was made (the engine's)
@@ -194,8 +237,12 @@ class CudaReference : public StepReference {
   PinnedMem out_rows_host_, out_host_, logits_host_, ranges_host_, sums_host_;
   const StepQuantRows* quant_ = nullptr;
   // Where the time goes (logged at -v when the reference goes).
-  int64_t steps_ = 0, rows_total_ = 0;
-  double t_verify_ = 0, t_compute_ = 0, t_hash_ = 0, t_out_ = 0;
+  int64_t steps_ = 0, rows_total_ = 0, reused_total_ = 0;
+  double t_verify_ = 0, t_reuse_ = 0, t_compute_ = 0, t_hash_ = 0, t_out_ = 0;
+  // Per batch row and layer, the codes the fp8 op adopted (refgpu::quantise), and a slot's kept
+  // record of the same rows.
+  DevMem ties_, kept_ties_;
+  PinnedMem ties_host_;
 
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<int32_t, int32_t> slot_of_;  // request -> slot
@@ -212,7 +259,7 @@ class CudaReference : public StepReference {
   PinnedMem got_host_, err_host_;
 };
 
-CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
+CudaReference::CudaReference(const Scenario& s, const ModelWeights& w, int64_t keep_bytes)
     : s_(s),
       w_(w),
       m_(w.spec),
@@ -221,6 +268,9 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
       L_(static_cast<int64_t>(w.spec.layers.size())),
       kvw_(0),
       layout_(ref_slot_layout(w.spec, s.workload.prompt_len.max + s.workload.new_tokens.max)),
+      history_(std::find(w.spec.layers.begin(), w.spec.layers.end(), LayerKind::linear) ==
+               w.spec.layers.end()),
+      keep_slots_(std::max<int64_t>(keep_bytes, 0) / std::max<int64_t>(layout_.bytes, 1)),
       batch_rows_(ref_batch_rows(w.spec)) {
   KV_CUDA_CHECK("reference device", cudaGetDevice(&device_));
   const int64_t H = m_.num_q_heads, D = m_.head_dim;
@@ -249,6 +299,7 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
   }
   parts_.push_back({"attention outputs", -1, layout_.out, L_ * q_dim_ * 8, 0, false});
   parts_.push_back({"final hidden states", -1, layout_.hidden, hidden_ * 8, 0, false});
+  parts_.push_back({"fp8 tie record", -1, layout_.ties, L_ * 8, 0, false});
 
   KV_CUDA_CHECK("reference stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   upload_weights();
@@ -265,6 +316,9 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w)
   o_.reserve(N * q_dim_ * 8, "outputs", held_);
   o_in_.reserve(N * q_dim_ * 8, "quantised outputs", held_);
   hints_.reserve(N * L_ * q_dim_ * 4, "the engine's fp8 rows", held_);
+  ties_.reserve(N * L_ * 8, "fp8 tie records", held_);
+  kept_ties_.reserve(N * L_ * 8, "fp8 tie records", held_);
+  ties_host_.reserve(2 * N * L_ * 8);
   partials_.reserve(static_cast<size_t>(kRefSplitScratchBytes), "split attention states", held_);
   rows_.reserve(N * sizeof(Row), "rows", held_);
   segs_.reserve(N * sizeof(Segment), "segments", held_);
@@ -331,55 +385,99 @@ std::vector<unsigned long long> CudaReference::hash(
 }
 
 void CudaReference::begin_epoch() {
-  for (auto& sl : slots_) {
-    sl->request = -1;
-    sl->length = 0;
-  }
+  for (auto& sl : slots_)
+    if (sl->request >= 0) go_dormant(*sl);
   slot_of_.clear();
 }
 
 void CudaReference::release(int32_t request) {
   const auto it = slot_of_.find(request);
   if (it == slot_of_.end()) return;
-  Slot& sl = *slots_[static_cast<size_t>(it->second)];
-  sl.request = -1;
-  sl.length = 0;
+  go_dormant(*slots_[static_cast<size_t>(it->second)]);
   slot_of_.erase(it);
 }
 
-Slot& CudaReference::slot_for(int32_t request) {
-  if (const auto it = slot_of_.find(request); it != slot_of_.end())
-    return *slots_[static_cast<size_t>(it->second)];
-  size_t i = 0;
-  while (i < slots_.size() && slots_[i]->request >= 0) ++i;
-  if (i == slots_.size()) {
-    slots_.push_back(std::make_unique<Slot>());
-    slots_.back()->mem.reserve(static_cast<size_t>(layout_.bytes), "a request's history", held_);
-    note_held();
-    slot_bases_.push_back(slots_.back()->mem.as<char>());
-  }
-  Slot& sl = *slots_[i];
-  sl.request = request;
-  sl.length = 0;
+void CudaReference::go_dormant(Slot& sl) {
+  sl.request = -1;
+  sl.dormant_since = ++releases_;
+  if (history_) return;
+  sl.owner = -1;  // free
+  sl.length = sl.kept = 0;
+}
+
+void CudaReference::reset(Slot& sl, int32_t request) {
+  sl.request = sl.owner = request;
+  sl.length = sl.kept = 0;
+  sl.tokens.clear();
   // Zero: a recurrent state starts at zero; the rest is written before it is read.
   KV_CUDA_CHECK("reference slot", cudaMemsetAsync(sl.mem.as<void>(), 0, sl.mem.bytes(), stream_));
   sl.hashes.assign(parts_.size(), 0);
-  slot_of_[request] = static_cast<int32_t>(i);
-  return sl;
 }
 
-void CudaReference::verify(bool reread, const std::vector<const Slot*>& slots) {
+Slot& CudaReference::slot_for(int32_t request, std::vector<const Slot*>& adopted) {
+  if (const auto it = slot_of_.find(request); it != slot_of_.end())
+    return *slots_[static_cast<size_t>(it->second)];
+  auto take = [&](size_t i) -> Slot& {
+    slot_of_[request] = static_cast<int32_t>(i);
+    return *slots_[i];
+  };
+  // Its own dormant history (the same request in an earlier epoch): reuse() decides how much
+  // of it is still valid.
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& sl = *slots_[i];
+    if (sl.request >= 0 || sl.owner != request || sl.kept == 0) continue;
+    sl.request = request;
+    sl.length = 0;
+    adopted.push_back(&sl);
+    return take(i);
+  }
+  // A free slot, else a new one while the dormant ones stay within what may be kept, else the
+  // dormant slot that went dormant last. (Every epoch replays the requests in the same order:
+  // keeping the earliest finished histories serves the next epoch's first requests; evicting
+  // the oldest would evict each history just before it is asked for.)
+  int64_t dormant = 0, newest = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& sl = *slots_[i];
+    if (sl.request >= 0) continue;
+    if (sl.owner < 0) {
+      reset(*slots_[i], request);
+      return take(i);
+    }
+    ++dormant;
+    if (newest < 0 || sl.dormant_since > slots_[static_cast<size_t>(newest)]->dormant_since)
+      newest = static_cast<int64_t>(i);
+  }
+  if (newest < 0 || dormant < keep_slots_) {
+    try {
+      auto sl = std::make_unique<Slot>();
+      sl->mem.reserve(static_cast<size_t>(layout_.bytes), "a request's history", held_);
+      note_held();
+      slots_.push_back(std::move(sl));
+      slot_bases_.push_back(slots_.back()->mem.as<char>());
+      reset(*slots_.back(), request);
+      return take(slots_.size() - 1);
+    } catch (const OutOfMemory&) {
+      if (newest < 0) throw;  // a live request needs it: nothing to give up
+      spdlog::debug("GPU reference: no memory for another slot, evicting a dormant history");
+    }
+  }
+  reset(*slots_[static_cast<size_t>(newest)], request);
+  return take(static_cast<size_t>(newest));
+}
+
+void CudaReference::verify(Check which, const std::vector<const Slot*>& slots) {
   std::vector<refgpu::HashRange> ranges;
   std::vector<std::pair<const Slot*, size_t>> what;  // per range after the first: slot, part
   ranges.push_back({weights_.as<uint32_t>(), 0, static_cast<int64_t>(weights_.bytes() / 4)});
   std::vector<const Slot*> live;
-  for (const auto& sl : slots_) live.push_back(sl.get());
-  for (const Slot* sl : reread ? slots : live) {
-    if (sl->request < 0 || sl->length == 0) continue;
+  for (const auto& sl : slots_)
+    if (sl->request >= 0) live.push_back(sl.get());
+  for (const Slot* sl : which == Check::every_step ? live : slots) {
+    if (sl->kept == 0) continue;
     for (size_t p = 0; p < parts_.size(); ++p) {
       const Part& part = parts_[p];
-      if (part.every_step == reread) continue;
-      const int64_t bytes = part.whole_bytes ? part.whole_bytes : sl->length * part.row_bytes;
+      if (which != Check::all && part.every_step != (which == Check::every_step)) continue;
+      const int64_t bytes = part.whole_bytes ? part.whole_bytes : sl->kept * part.row_bytes;
       ranges.push_back({reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off), 0,
                         bytes / 4});
       what.push_back({sl, p});
@@ -398,9 +496,137 @@ void CudaReference::verify(bool reread, const std::vector<const Slot*>& slots) {
     const auto [sl, p] = what[i - 1];
     if (sums[i] == sl->hashes[p]) continue;
     const Part& part = parts_[p];
-    changed(fmt::format("request {}'s {}{} ({} positions)", sl->request, part.what,
-                        part.layer < 0 ? "" : fmt::format(" of layer {}", part.layer),
-                        sl->length));
+    changed(fmt::format("request {}'s {}{} ({} positions{})", sl->request, part.what,
+                        part.layer < 0 ? "" : fmt::format(" of layer {}", part.layer), sl->kept,
+                        which == Check::all ? ", kept from an earlier epoch" : ""));
+  }
+}
+
+void CudaReference::stage_hints(const std::vector<RefJob>& jobs,
+                                const std::vector<std::pair<size_t, int64_t>>& hint_src) {
+  float* hints = hints_host_.as<float>();
+  const size_t N = hint_src.size();
+  for (size_t l = 0; l < static_cast<size_t>(L_); ++l) {
+    // Consecutive rows of one job are consecutive engine rows: one copy per run of them.
+    for (size_t r = 0, run = 1; r < N; r += run) {
+      const auto [j, row] = hint_src[r];
+      run = 1;
+      if (row < 0) continue;
+      const std::vector<float>& qo = (jobs[j].quant ? *jobs[j].quant : *quant_)[l];
+      if (qo.empty()) break;  // a linear layer
+      while (r + run < N && hint_src[r + run].first == j &&
+             hint_src[r + run].second == row + static_cast<int64_t>(run))
+        ++run;
+      std::memcpy(hints + (l * N + r) * q_dim_, qo.data() + static_cast<size_t>(row) * q_dim_,
+                  run * q_dim_ * 4);
+    }
+  }
+}
+
+std::vector<char> CudaReference::ties_differ(
+    const std::vector<RefJob>& jobs, const std::vector<Row>& rows,
+    const std::vector<std::pair<size_t, int64_t>>& hint_src) {
+  std::vector<char> differ(rows.size(), 0);
+  const Row* R = rows_.as<Row>();
+  for (size_t first = 0; first < rows.size(); first += static_cast<size_t>(batch_rows_)) {
+    const size_t N = std::min<size_t>(batch_rows_, rows.size() - first);
+    const int32_t n = static_cast<int32_t>(N), L = static_cast<int32_t>(L_);
+    sync();  // the staging buffers are free again
+    stage_hints(jobs, {hint_src.begin() + first, hint_src.begin() + first + N});
+    std::memcpy(rows_host_.as<void>(), rows.data() + first, N * sizeof(Row));
+    upload(rows_.as<void>(), rows_host_.as<void>(), N * sizeof(Row));
+    upload(hints_.as<void>(), hints_host_.as<void>(), N * L_ * q_dim_ * 4);
+    KV_CUDA_CHECK("reference ties", cudaMemsetAsync(ties_.as<void>(), 0, N * L_ * 8, stream_));
+    for (int32_t l = 0; l < L; ++l) {
+      if (layers_[l].quant_scale == 0.0f) continue;
+      refgpu::gather_rows(stream_, R, n, slot_table_.as<char*>(), layout_.out + l * q_dim_ * 8,
+                          L_ * q_dim_, static_cast<int32_t>(q_dim_), o_.as<double>());
+      refgpu::quantise(stream_, R, n, o_.as<double>(), static_cast<int32_t>(q_dim_),
+                       hints_.as<float>() + l * N * q_dim_, layers_[l].quant_scale,
+                       kFp8TieWindow, o_in_.as<double>(), ties_.as<unsigned long long>(), l, L);
+    }
+    // The kept record, bit for bit (gather_rows moves 8-byte words).
+    refgpu::gather_rows(stream_, R, n, slot_table_.as<char*>(), layout_.ties, L_, L,
+                        kept_ties_.as<double>());
+    auto* host = ties_host_.as<unsigned long long>();
+    KV_CUDA_CHECK("reference ties", cudaMemcpyAsync(host, ties_.as<void>(), N * L_ * 8,
+                                                    cudaMemcpyDeviceToHost, stream_));
+    KV_CUDA_CHECK("reference ties", cudaMemcpyAsync(host + N * L_, kept_ties_.as<void>(),
+                                                    N * L_ * 8, cudaMemcpyDeviceToHost, stream_));
+    sync();
+    for (size_t r = 0; r < N; ++r)
+      differ[first + r] = std::memcmp(host + r * L_, host + (N + r) * L_, L_ * 8) != 0;
+  }
+  return differ;
+}
+
+void CudaReference::reuse(const std::vector<RefJob>& jobs, const std::vector<Slot*>& job_slot,
+                          const std::vector<size_t>& order, std::vector<const Slot*>& examined) {
+  // How far each slot's kept rows hold the tokens its jobs ask for.
+  struct Plan {
+    int32_t to = 0;         // reusable up to here
+    bool computes = false;  // a job of this run needs positions past `to`
+  };
+  std::map<Slot*, Plan> plan;
+  std::vector<Row> rows;  // those positions, hinted where the job's engine rows cover them
+  std::vector<std::pair<size_t, int64_t>> hint_src;
+  for (const size_t j : order) {
+    const RefJob& job = jobs[j];
+    Slot& sl = *job_slot[j];
+    if (sl.kept <= sl.length && !plan.count(&sl)) continue;
+    Plan& p = plan.try_emplace(&sl, Plan{sl.length, false}).first->second;
+    if (p.to >= job.end || p.computes) continue;
+    const int32_t limit = std::min(job.end, sl.kept);
+    int32_t to = p.to;
+    while (to < limit && job.tokens.at(static_cast<size_t>(to)) ==
+                             sl.tokens[static_cast<size_t>(to)])
+      ++to;
+    for (int32_t pos = p.to; pos < to; ++pos) {
+      const bool hinted = pos >= job.start;
+      rows.push_back({slot_of_.at(job.request), pos, job.tokens[static_cast<size_t>(pos)],
+                      hinted ? 1 : 0});
+      hint_src.push_back({j, hinted ? job.first_row + (pos - job.start) : -1});
+    }
+    p.to = to;
+    p.computes = to < job.end;
+  }
+  if (plan.empty()) return;
+  // The reference's rows depend on the engine only where the fp8 op adopted an engine's code at
+  // a near-tie. A kept row is what a fresh computation gives if, with this run's engine rows
+  // (none where the position is not in a job's chunk), the op on the kept exact outputs adopts
+  // the same codes as the kept record says it did: reuse stops at the first row where not.
+  const std::vector<char> differ = ties_differ(jobs, rows, hint_src);
+  std::map<int32_t, int32_t> stop;  // slot -> first position that differs
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (differ[r]) stop.try_emplace(rows[r].slot, rows[r].pos);
+  // Move forward over the reusable rows; drop the kept rows past them where the slot computes
+  // (their hash comes off the slot's, hashed now before they are overwritten).
+  std::vector<refgpu::HashRange> ranges;
+  std::vector<std::pair<Slot*, size_t>> where;
+  for (auto& [sl, p] : plan) {
+    examined.push_back(sl);
+    if (const auto it = stop.find(slot_of_.at(sl->request)); it != stop.end()) {
+      p.to = std::min(p.to, it->second);
+      p.computes = true;
+    }
+    if (p.to > sl->length) {
+      reused_total_ += p.to - sl->length;
+      sl->length = p.to;
+    }
+    if (!p.computes || sl->kept == sl->length) continue;
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      const Part& part = parts_[k];
+      const auto* base = reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off);
+      ranges.push_back({base, sl->length * part.row_bytes / 4, sl->kept * part.row_bytes / 4});
+      where.push_back({sl, k});
+    }
+  }
+  const std::vector<unsigned long long> sums = hash(ranges);
+  for (size_t i = 0; i < sums.size(); ++i) where[i].first->hashes[where[i].second] -= sums[i];
+  for (auto& [sl, p] : plan) {
+    if (!p.computes || sl->kept == sl->length) continue;
+    sl->kept = sl->length;
+    sl->tokens.resize(static_cast<size_t>(sl->length));
   }
 }
 
@@ -416,10 +642,10 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     t = now;
   };
   ++steps_;
-  verify();
-  lap(t_verify_);
+  verify(Check::every_step);
   // Slots of this step's requests, and their lengths before it (for the appended hashes).
   std::vector<Slot*> job_slot(jobs.size());
+  std::vector<const Slot*> adopted;  // dormant histories taken up again
   std::vector<std::pair<Slot*, int32_t>> touched;
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (jobs[j].capacity > layout_.capacity || jobs[j].end > layout_.capacity)
@@ -427,8 +653,11 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
                                          "slots hold {}", jobs[j].request,
                                          std::max(jobs[j].capacity, jobs[j].end),
                                          layout_.capacity));
-    job_slot[j] = &slot_for(jobs[j].request);
+    job_slot[j] = &slot_for(jobs[j].request, adopted);
   }
+  // Not verified while dormant: all of it now, before anything of it is read.
+  if (!adopted.empty()) verify(Check::all, adopted);
+  lap(t_verify_);
   slot_table_.reserve(slot_bases_.size() * sizeof(char*), "the slot table", held_);
   note_held();
   upload(slot_table_.as<void>(), slot_bases_.data(), slot_bases_.size() * sizeof(char*));
@@ -442,19 +671,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     if (rows.empty()) return;
     if (interrupt) interrupt();
     sync();  // the pinned staging buffers are free again
-    // The engine's fp8 rows of the hinted positions, per quantised layer.
-    float* hints = hints_host_.as<float>();
-    const size_t N = rows.size();
-    for (size_t l = 0; l < static_cast<size_t>(L_); ++l) {
-      for (size_t r = 0; r < N; ++r) {
-        if (hint_src[r].second < 0) continue;
-        const RefJob& job = jobs[hint_src[r].first];
-        const std::vector<float>& qo = (job.quant ? *job.quant : *quant_)[l];
-        if (qo.empty()) continue;  // a linear layer
-        std::memcpy(hints + (l * N + r) * q_dim_,
-                    qo.data() + static_cast<size_t>(hint_src[r].second) * q_dim_, q_dim_ * 4);
-      }
-    }
+    stage_hints(jobs, hint_src);
     compute_batch(rows, segs);
     rows_total_ += static_cast<int64_t>(rows.size());
     rows.clear();
@@ -473,12 +690,17 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
       return first.at(jobs[a].request) < first.at(jobs[b].request);
     });
   }
-  std::vector<const Slot*> reread;  // slots whose earlier outputs a job asks for again
+  // Slots whose outputs, hidden states or tie records are read back: verified after computing.
+  std::vector<const Slot*> reread;
+  if (history_) reuse(jobs, job_slot, order, reread);
+  lap(t_reuse_);
   for (const size_t j : order) {
     const RefJob& job = jobs[j];
     Slot& sl = *job_slot[j];
     if (job.start < sl.length) reread.push_back(&sl);
     if (sl.length >= job.end) continue;
+    if (sl.kept != sl.length)
+      throw std::logic_error("GPU reference: kept rows past a position it computes");
     // A request may have several jobs (steps) in one run: hash from its length before the first.
     if (std::none_of(touched.begin(), touched.end(), [&](const auto& t) { return t.first == &sl; }))
       touched.push_back({&sl, sl.length});
@@ -493,7 +715,9 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
         segs.push_back({slot, r, 0});
       ++segs.back().count;
     }
-    sl.length = job.end;
+    sl.tokens.insert(sl.tokens.end(), job.tokens.begin() + sl.length,
+                     job.tokens.begin() + job.end);
+    sl.length = sl.kept = job.end;
   }
   flush();
   sync();
@@ -522,7 +746,11 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
     else
       sl->hashes[p] += sums[i];
   }
-  if (!reread.empty()) verify(true, reread);
+  if (!reread.empty()) {
+    std::sort(reread.begin(), reread.end());
+    reread.erase(std::unique(reread.begin(), reread.end()), reread.end());
+    verify(Check::others, reread);
+  }
   lap(t_hash_);
   write_outputs(jobs);
   lap(t_out_);
@@ -588,6 +816,7 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
     a.out_row = qd;
     return a;
   };
+  KV_CUDA_CHECK("reference ties", cudaMemsetAsync(ties_.as<void>(), 0, N * L_ * 8, st));
   refgpu::embed(st, R, n, embed_, hid, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerDev& d = layers_[l];
@@ -651,12 +880,16 @@ void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vecto
     const double* o_used = o;
     if (d.quant_scale != 0.0f) {
       refgpu::quantise(st, R, n, o, qd, hints_.as<float>() + l * N * q_dim_, d.quant_scale,
-                       kFp8TieWindow, o_in);
+                       kFp8TieWindow, o_in, ties_.as<unsigned long long>(),
+                       static_cast<int32_t>(l), static_cast<int32_t>(L_));
       o_used = o_in;
     }
     refgpu::matmul(st, n, o_used, qd, d.wo, nullptr, hid, h, true);
   }
   refgpu::store_rows(st, R, n, slots, layout_.hidden, hid, h, hid, hid);
+  // The codes each row adopted, bit for bit (store_rows moves 8-byte words).
+  refgpu::store_rows(st, R, n, slots, layout_.ties, L_, ties_.as<double>(), L_,
+                     static_cast<int32_t>(L_));
 }
 
 void CudaReference::write_outputs(const std::vector<RefJob>& jobs) {
@@ -791,9 +1024,14 @@ int64_t cuda_reference_free_bytes() {
   return static_cast<int64_t>(free);
 }
 
-std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w) {
+std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w,
+                                                   int64_t keep_bytes) {
   static_assert(kRmsNormEps == 1e-6f, "ref_kernels.cu's kRmsEps is engine/model_weights.h's");
-  return std::make_unique<CudaReference>(s, w);
+  return std::make_unique<CudaReference>(s, w, keep_bytes);
+}
+
+CudaReferenceWork cuda_reference_work(const StepReference& ref) {
+  return dynamic_cast<const CudaReference&>(ref).work();
 }
 
 }  // namespace kv

@@ -13,6 +13,18 @@
 // request's history on the GPU and compares them with the hashes taken after it last wrote them;
 // a difference ends the run with a DeviceError naming what changed (with a backend, the run's
 // verdict is an error naming the backend's last op). New rows are hashed as they are appended.
+//
+// Across epochs: every epoch replays the same requests, so a finished request's history is kept
+// (dormant, within keep_bytes; when a slot is needed and no more may be kept, the history that
+// went dormant last is given up) and a later request with the same id takes it up again. It is
+// reused only as far as a fresh computation would give the same rows: the same tokens, and the
+// fp8 op adopting the same engine codes. The reference depends on the engine only where that op
+// adopts the engine's code at a near-tie (ref_sequence.h), so each row records which codes it
+// adopted (a hash per layer), and the new engine's rows of the reused positions go through the
+// same op on the kept exact outputs: reuse stops at the first row whose record would differ.
+// Models with linear layers keep no histories: a recurrent state is kept only at its last
+// position, and no earlier position could be continued from. A kept history is verified whole
+// (its checksums) when it is taken up again.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +41,16 @@ inline constexpr const char* kCudaReferenceProtection =
     "step before use and compared with their hashes from when the reference wrote them";
 
 // Throws DeviceError (OutOfMemory when an allocation fails) if the GPU cannot hold it.
-std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w);
+// keep_bytes: device memory it may take, beyond the slots of the requests that run, to keep the
+// histories of finished requests (below).
+std::unique_ptr<StepReference> make_cuda_reference(const Scenario& s, const ModelWeights& w,
+                                                   int64_t keep_bytes);
+
+// Positions the reference computed, and positions it took from a kept history instead.
+struct CudaReferenceWork {
+  int64_t computed = 0, reused = 0;
+};
+CudaReferenceWork cuda_reference_work(const StepReference& ref);
 
 // For the protection test only: flips one word of `request`'s history (its first part's first
 // position) the way a stray write of the code under test would. The request must be live.

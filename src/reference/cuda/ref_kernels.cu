@@ -653,8 +653,14 @@ __device__ double quant_fp8(double v, float scale) {
   return round_through_scaled(static_cast<float>(v), DType::fp8_e4m3, scale);
 }
 
+__device__ unsigned long long mix(unsigned long long x) {  // one multiply, one xor-shift
+  x *= 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 29);
+}
+
 __global__ void quantise_kernel(const Row* rows, int32_t n, const double* o, int32_t width,
-                                const float* hints, float scale, double window, double* o_in) {
+                                const float* hints, float scale, double window, double* o_in,
+                                unsigned long long* ties, int32_t layer, int32_t layers) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<int64_t>(n) * width) return;
   const double exact = o[i];
@@ -664,16 +670,18 @@ __global__ void quantise_kernel(const Row* rows, int32_t n, const double* o, int
     const double theirs = hints[i];
     if (theirs != ours && isfinite(theirs) && quant_fp8(theirs, scale) == theirs) {
       const double mid = 0.5 * (ours + theirs);
-      if (fabs(exact - mid) <= window * fabs(theirs - ours)) pick = theirs;
+      if (fabs(exact - mid) <= window * fabs(theirs - ours)) {
+        pick = theirs;
+        // (element + 1, code) is never 0, and mix() maps only 0 to 0.
+        const unsigned long long code = __float_as_uint(static_cast<float>(theirs));
+        atomicAdd(&ties[(i / width) * layers + layer],
+                  mix((static_cast<unsigned long long>(i % width + 1) << 32) ^ code));
+      }
     }
   }
   o_in[i] = pick;
 }
 
-__device__ unsigned long long mix(unsigned long long x) {  // one multiply, one xor-shift
-  x *= 0x9E3779B97F4A7C15ull;
-  return x ^ (x >> 29);
-}
 
 __global__ void hash_kernel(const HashRange* ranges, unsigned long long* sums) {
   const HashRange r = ranges[blockIdx.x];
@@ -866,10 +874,11 @@ void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, ch
 }
 
 void quantise(cudaStream_t st, const Row* rows, int32_t n, const double* o, int32_t width,
-              const float* hints, float scale, double tie_window, double* o_in) {
+              const float* hints, float scale, double tie_window, double* o_in,
+              unsigned long long* ties, int32_t layer, int32_t layers) {
   if (n == 0) return;
-  quantise_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(rows, n, o, width, hints,
-                                                                       scale, tie_window, o_in);
+  quantise_kernel<<<blocks_for(int64_t{n} * width, 256), 256, 0, st>>>(
+      rows, n, o, width, hints, scale, tie_window, o_in, ties, layer, layers);
   launched("reference quantise");
 }
 

@@ -100,9 +100,14 @@ void attend_mla(cudaStream_t st, const AttendArgs& a, int32_t max_len);  // doub
 void linear_attention(cudaStream_t st, const Segment* segs, int32_t num_segs, char* const* slots,
                       int64_t state_off, const double* q, const double* k, const double* v,
                       const double* gate, int32_t heads, int32_t dim, double scale, double* out);
-// o_in[n][j] = quant_fp8(o[n][j]) with the engine's near-tie settled (ref_sequence.h).
+// o_in[n][j] = quant_fp8(o[n][j]) with the engine's near-tie settled (ref_sequence.h). Where it
+// adopts the engine's code, ties[n][layer] (`layers` per row) gets a hash of (element, code)
+// added: zero where it adopted none, equal where two runs adopted the same codes. It says which
+// rows the engine steered, and whether another engine's rows would steer them the same way
+// (cuda_reference.cpp, reuse()).
 void quantise(cudaStream_t st, const Row* rows, int32_t n, const double* o, int32_t width,
-              const float* hints, float scale, double tie_window, double* o_in);
+              const float* hints, float scale, double tie_window, double* o_in,
+              unsigned long long* ties, int32_t layer, int32_t layers);
 // dst[n][i] = src(slot, pos)[i] for rows (slot, pos) (doubles).
 void gather_rows(cudaStream_t st, const Row* rows, int32_t n, char* const* slots,
                  int64_t src_off, int64_t src_row, int32_t width, double* dst);
