@@ -54,6 +54,10 @@ RefSlotLayout ref_slot_layout(const ModelSpec& m, int32_t capacity) {
   l.out = take(cap * d.L * d.q_dim * 8);
   l.hidden = take(cap * d.hidden * 8);
   l.ties = take(cap * d.L * 8);
+  l.snapshot_bytes = d.H * d.D * d.D * 8 *
+                     static_cast<int64_t>(std::count(m.layers.begin(), m.layers.end(),
+                                                     LayerKind::linear));
+  l.snapshots = take(kRefStateSnapshots * l.snapshot_bytes);
   l.bytes = at;
   return l;
 }

@@ -11,6 +11,8 @@
 //   out:    double [capacity][layers][num_q_heads * head_dim]   (attention outputs)
 //   hidden: double [capacity][hidden_size]                      (after the last layer)
 //   ties:   uint64 [capacity][layers]  (which engine codes the fp8 op adopted: refgpu::quantise)
+//   snapshots: [kRefStateSnapshots][every linear layer's state, in layer order] (models with
+//              linear layers: their states at a few earlier positions, for a later epoch)
 // Every part starts at a multiple of 256 bytes.
 #pragma once
 
@@ -31,10 +33,16 @@ struct RefSlotLayout {
   int64_t out = 0;
   int64_t hidden = 0;
   int64_t ties = 0;
-  int64_t bytes = 0;  // the whole slot
+  int64_t snapshots = 0;
+  int64_t snapshot_bytes = 0;  // one snapshot: every linear layer's state (0: none)
+  int64_t bytes = 0;           // the whole slot
 };
 
 RefSlotLayout ref_slot_layout(const ModelSpec& m, int32_t capacity);
+
+// Snapshots of the recurrent states a slot holds (taken where a run computed a chunk of several
+// positions: prefill chunks, steps judged together), so that a later epoch can continue from one.
+inline constexpr int32_t kRefStateSnapshots = 8;
 
 // Rows of positions one batch of the reference computes at once (all layers), and the bytes of
 // that batch's scratch buffers.

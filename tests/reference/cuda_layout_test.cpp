@@ -31,7 +31,9 @@ TEST(CudaLayout, PartsAreAlignedDisjointAndSizedByCapacity) {
   const std::vector<std::pair<int64_t, int64_t>> parts = {
       {l.layers[0].a, cap * kv}, {l.layers[0].b, cap * kv},   {l.layers[1].a, cap * lat},
       {l.layers[1].b, cap * q},  {l.layers[1].c, cap * q},    {l.layers[2].a, 6 * 10 * 10 * 8},
-      {l.out, cap * 3 * q},      {l.hidden, cap * 40 * 8},   {l.ties, cap * 3 * 8}};
+      {l.out, cap * 3 * q},      {l.hidden, cap * 40 * 8},   {l.ties, cap * 3 * 8},
+      {l.snapshots, kRefStateSnapshots * l.snapshot_bytes}};
+  EXPECT_EQ(l.snapshot_bytes, 6 * 10 * 10 * 8);  // the one linear layer's state
   int64_t end = 0;
   for (const auto& [off, bytes] : parts) {
     EXPECT_EQ(off % 256, 0);

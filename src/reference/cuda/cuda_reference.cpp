@@ -120,6 +120,13 @@ struct Slot {
   int32_t length = 0;    // positions of the live request computed (or reused)
   int32_t kept = 0;      // rows written: [0, kept), length <= kept
   std::vector<int32_t> tokens;  // the tokens of [0, kept)
+  // Models with linear layers: the position their recurrent states are at (`length`, except in
+  // a dormant history taken up again: `kept`), and the snapshots of them (position, hash of the
+  // snapshot), one per region of the slot's snapshot part, in position order.
+  int32_t state_at = 0;
+  std::vector<std::pair<int32_t, unsigned long long>> snapshots;
+  // Kept rows [length, overwrite) that this run computes again (reuse() took their hash off).
+  int32_t overwrite = 0;
   int64_t dormant_since = 0;  // when it last went dormant (a count of releases)
   DevMem mem;
   std::vector<unsigned long long> hashes;  // per Part, of what was last written ([0, kept))
@@ -130,10 +137,10 @@ class CudaReference : public StepReference {
   CudaReference(const Scenario& s, const ModelWeights& w, int64_t keep_bytes);
   ~CudaReference() override {
     spdlog::debug("GPU reference: {} steps, {} rows computed, {} reused from earlier epochs; "
-                  "verify {:.3f} s, reuse {:.3f} s, compute {:.3f} s, hash {:.3f} s, outputs "
-                  "{:.3f} s; peak {} bytes",
-                  steps_, rows_total_, reused_total_, t_verify_, t_reuse_, t_compute_, t_hash_,
-                  t_out_, peak_);
+                  "verify {:.3f} s, slots {:.3f} s, reuse {:.3f} s, compute {:.3f} s, hash "
+                  "{:.3f} s, outputs {:.3f} s; peak {} bytes",
+                  steps_, rows_total_, reused_total_, t_verify_, t_slots_, t_reuse_, t_compute_,
+                  t_hash_, t_out_, peak_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -155,10 +162,15 @@ class CudaReference : public StepReference {
   std::vector<double> measure(const std::function<const float*(size_t job, int32_t layer)>& got,
                               double floor_fraction) override;
   int64_t peak_device_bytes() const override { return peak_; }
-  void corrupt_for_test(int32_t request) {
+  // Flips a word of the request's (live or kept) history: its first part's first position, or
+  // its first snapshot of recurrent states.
+  void corrupt_for_test(int32_t request, bool snapshot) {
     for (const auto& sl : slots_)
       if (sl->request == request || (sl->request < 0 && sl->owner == request)) {
-        KV_CUDA_CHECK("corrupt", cudaMemset(sl->mem.as<char>() + parts_.front().off, 0x5a, 4));
+        if (snapshot && sl->snapshots.empty())
+          throw std::logic_error("corrupt_for_test: no snapshot");
+        const int64_t at = snapshot ? layout_.snapshots : parts_.front().off;
+        KV_CUDA_CHECK("corrupt", cudaMemset(sl->mem.as<char>() + at, 0x5a, 4));
         return;
       }
     throw std::logic_error("corrupt_for_test: no history of that request");
@@ -181,6 +193,8 @@ class CudaReference : public StepReference {
   void verify(Check which, const std::vector<const Slot*>& slots = {});
   // Moves each job's slot forward over its kept rows as far as a fresh computation would give
   // the same rows, and drops the kept rows past that where the slot computes in this run.
+  // Sets the recurrent states of each slot to snapshot k's (-1: zero), checking the snapshot.
+  void restore_states(const std::vector<std::pair<Slot*, int32_t>>& restores);
   // The slots it looked at go to `examined` (their outputs and tie records were read).
   void reuse(const std::vector<RefJob>& jobs, const std::vector<Slot*>& job_slot,
              const std::vector<size_t>& order, std::vector<const Slot*>& examined);
@@ -208,10 +222,8 @@ class CudaReference : public StepReference {
   const ModelSpec& m_;
   int64_t q_dim_, hidden_, L_, kvw_;
   RefSlotLayout layout_;
-  // Finished requests' histories are kept for reuse (not with linear layers: their recurrent
-  // state is kept only at the last position, so no earlier position can be continued from), in
-  // at most this many dormant slots.
-  bool history_;
+  // Linear layers (recurrent states: snapshots), and the most dormant slots kept.
+  bool linear_;
   int64_t keep_slots_;
   int64_t releases_ = 0;
   std::vector<Part> parts_;
@@ -238,7 +250,7 @@ class CudaReference : public StepReference {
   const StepQuantRows* quant_ = nullptr;
   // Where the time goes (logged at -v when the reference goes).
   int64_t steps_ = 0, rows_total_ = 0, reused_total_ = 0;
-  double t_verify_ = 0, t_reuse_ = 0, t_compute_ = 0, t_hash_ = 0, t_out_ = 0;
+  double t_verify_ = 0, t_slots_ = 0, t_reuse_ = 0, t_compute_ = 0, t_hash_ = 0, t_out_ = 0;
   // Per batch row and layer, the codes the fp8 op adopted (refgpu::quantise), and a slot's kept
   // record of the same rows.
   DevMem ties_, kept_ties_;
@@ -268,8 +280,8 @@ CudaReference::CudaReference(const Scenario& s, const ModelWeights& w, int64_t k
       L_(static_cast<int64_t>(w.spec.layers.size())),
       kvw_(0),
       layout_(ref_slot_layout(w.spec, s.workload.prompt_len.max + s.workload.new_tokens.max)),
-      history_(std::find(w.spec.layers.begin(), w.spec.layers.end(), LayerKind::linear) ==
-               w.spec.layers.end()),
+      linear_(std::find(w.spec.layers.begin(), w.spec.layers.end(), LayerKind::linear) !=
+              w.spec.layers.end()),
       keep_slots_(std::max<int64_t>(keep_bytes, 0) / std::max<int64_t>(layout_.bytes, 1)),
       batch_rows_(ref_batch_rows(w.spec)) {
   KV_CUDA_CHECK("reference device", cudaGetDevice(&device_));
@@ -400,15 +412,13 @@ void CudaReference::release(int32_t request) {
 void CudaReference::go_dormant(Slot& sl) {
   sl.request = -1;
   sl.dormant_since = ++releases_;
-  if (history_) return;
-  sl.owner = -1;  // free
-  sl.length = sl.kept = 0;
 }
 
 void CudaReference::reset(Slot& sl, int32_t request) {
   sl.request = sl.owner = request;
-  sl.length = sl.kept = 0;
+  sl.length = sl.kept = sl.state_at = 0;
   sl.tokens.clear();
+  sl.snapshots.clear();
   // Zero: a recurrent state starts at zero; the rest is written before it is read.
   KV_CUDA_CHECK("reference slot", cudaMemsetAsync(sl.mem.as<void>(), 0, sl.mem.bytes(), stream_));
   sl.hashes.assign(parts_.size(), 0);
@@ -566,6 +576,7 @@ void CudaReference::reuse(const std::vector<RefJob>& jobs, const std::vector<Slo
   struct Plan {
     int32_t to = 0;         // reusable up to here
     bool computes = false;  // a job of this run needs positions past `to`
+    int32_t need = 0;       // the positions this run's jobs reach
   };
   std::map<Slot*, Plan> plan;
   std::vector<Row> rows;  // those positions, hinted where the job's engine rows cover them
@@ -574,7 +585,8 @@ void CudaReference::reuse(const std::vector<RefJob>& jobs, const std::vector<Slo
     const RefJob& job = jobs[j];
     Slot& sl = *job_slot[j];
     if (sl.kept <= sl.length && !plan.count(&sl)) continue;
-    Plan& p = plan.try_emplace(&sl, Plan{sl.length, false}).first->second;
+    Plan& p = plan.try_emplace(&sl, Plan{sl.length, false, 0}).first->second;
+    p.need = std::max(p.need, job.end);
     if (p.to >= job.end || p.computes) continue;
     const int32_t limit = std::min(job.end, sl.kept);
     int32_t to = p.to;
@@ -599,35 +611,116 @@ void CudaReference::reuse(const std::vector<RefJob>& jobs, const std::vector<Slo
   std::map<int32_t, int32_t> stop;  // slot -> first position that differs
   for (size_t r = 0; r < rows.size(); ++r)
     if (differ[r]) stop.try_emplace(rows[r].slot, rows[r].pos);
-  // Move forward over the reusable rows; drop the kept rows past them where the slot computes
-  // (their hash comes off the slot's, hashed now before they are overwritten).
-  std::vector<refgpu::HashRange> ranges;
-  std::vector<std::pair<Slot*, size_t>> where;
+  // With linear layers, continue only from a position whose recurrent states can be had: where
+  // they are, a snapshot's (restored), or 0 (zeroed). The valid kept rows between there and
+  // `to` are computed again (they come out the same) and the kept rows past them stay.
+  std::vector<std::pair<Slot*, int32_t>> restores;  // slot, snapshot (-1: zero states)
+  std::map<Slot*, int32_t> from_state;              // slot -> where its computation starts
   for (auto& [sl, p] : plan) {
-    examined.push_back(sl);
     if (const auto it = stop.find(slot_of_.at(sl->request)); it != stop.end()) {
       p.to = std::min(p.to, it->second);
       p.computes = true;
     }
-    if (p.to > sl->length) {
-      reused_total_ += p.to - sl->length;
-      sl->length = p.to;
+    if (!linear_) continue;
+    int32_t at = 0, from = -1;
+    const bool as_they_are = sl->state_at >= sl->length && sl->state_at <= p.to;
+    if (as_they_are) at = sl->state_at;
+    for (size_t k = 0; k < sl->snapshots.size(); ++k) {
+      const int32_t pos = sl->snapshots[k].first;
+      if (pos >= sl->length && pos <= p.to && pos > at) at = pos, from = static_cast<int32_t>(k);
     }
-    if (!p.computes || sl->kept == sl->length) continue;
+    if (at < p.to) from_state[sl] = at;
+    if (at != sl->state_at || !as_they_are) restores.push_back({sl, from});
+  }
+  restore_states(restores);
+  // Move forward over the reusable rows. Where the slot computes: drop the kept rows past `to`
+  // if a job needs positions past them, and take the hash of the kept rows it overwrites or
+  // drops off the slot's (hashed now, before they are overwritten).
+  std::vector<refgpu::HashRange> ranges;
+  std::vector<std::pair<Slot*, size_t>> where;
+  for (auto& [sl, p] : plan) {
+    examined.push_back(sl);
+    const auto it = from_state.find(sl);
+    const int32_t start = it == from_state.end() ? p.to : it->second;
+    if (start > sl->length) {
+      reused_total_ += start - sl->length;
+      sl->length = start;
+    }
+    const int32_t end = p.computes ? sl->kept : std::min(sl->kept, p.need);
+    if (end <= sl->length) continue;
     for (size_t k = 0; k < parts_.size(); ++k) {
       const Part& part = parts_[k];
+      if (part.whole_bytes) continue;
       const auto* base = reinterpret_cast<const uint32_t*>(sl->mem.as<char>() + part.off);
-      ranges.push_back({base, sl->length * part.row_bytes / 4, sl->kept * part.row_bytes / 4});
+      ranges.push_back({base, sl->length * part.row_bytes / 4, end * part.row_bytes / 4});
       where.push_back({sl, k});
     }
   }
   const std::vector<unsigned long long> sums = hash(ranges);
   for (size_t i = 0; i < sums.size(); ++i) where[i].first->hashes[where[i].second] -= sums[i];
   for (auto& [sl, p] : plan) {
-    if (!p.computes || sl->kept == sl->length) continue;
-    sl->kept = sl->length;
-    sl->tokens.resize(static_cast<size_t>(sl->length));
+    // Rows [length, overwrite) are computed again; the kept count covers what the hash does.
+    const int32_t keep_to = p.computes ? p.to : sl->kept;
+    if (p.computes) {
+      sl->tokens.resize(static_cast<size_t>(p.to));
+      while (!sl->snapshots.empty() && sl->snapshots.back().first > p.to)
+        sl->snapshots.pop_back();
+    }
+    sl->kept = keep_to;
+    sl->overwrite = std::max(sl->length, std::min(keep_to, p.need));
   }
+}
+
+void CudaReference::restore_states(const std::vector<std::pair<Slot*, int32_t>>& restores) {
+  if (restores.empty()) return;
+  auto region = [&](const Slot& sl, int32_t k) {
+    return sl.mem.as<char>() + layout_.snapshots + k * layout_.snapshot_bytes;
+  };
+  // The snapshots first: verified against their hashes from when they were taken.
+  std::vector<refgpu::HashRange> ranges;
+  std::vector<std::pair<Slot*, int32_t>> taken;
+  for (auto [sl, k] : restores)
+    if (k >= 0) {
+      ranges.push_back({reinterpret_cast<const uint32_t*>(region(*sl, k)), 0,
+                        layout_.snapshot_bytes / 4});
+      taken.push_back({sl, k});
+    }
+  const std::vector<unsigned long long> sums = hash(ranges);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const auto [sl, k] = taken[i];
+    if (sums[i] != sl->snapshots[static_cast<size_t>(k)].second)
+      throw DeviceError(fmt::format(
+          "the GPU reference's memory changed while the code under test ran: request {}'s "
+          "snapshot of its recurrent states at position {} differs from what the reference "
+          "wrote (its checksum no longer matches). Something on the device wrote out of bounds; "
+          "with a backend, run it under compute-sanitizer, or with --reference-device host",
+          sl->request, sl->snapshots[static_cast<size_t>(k)].first));
+  }
+  // Then the states, and their hashes.
+  ranges.clear();
+  std::vector<std::pair<Slot*, size_t>> where;
+  for (auto [sl, k] : restores) {
+    int64_t at = 0;  // within the snapshot: the linear layers' states in layer order
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const Part& part = parts_[p];
+      if (!part.whole_bytes) continue;
+      char* state = sl->mem.as<char>() + part.off;
+      if (k < 0)
+        KV_CUDA_CHECK("reference state",
+                      cudaMemsetAsync(state, 0, static_cast<size_t>(part.whole_bytes), stream_));
+      else
+        KV_CUDA_CHECK("reference state",
+                      cudaMemcpyAsync(state, region(*sl, k) + at,
+                                      static_cast<size_t>(part.whole_bytes),
+                                      cudaMemcpyDeviceToDevice, stream_));
+      at += part.whole_bytes;
+      ranges.push_back({reinterpret_cast<const uint32_t*>(state), 0, part.whole_bytes / 4});
+      where.push_back({sl, p});
+    }
+    sl->state_at = k < 0 ? 0 : sl->snapshots[static_cast<size_t>(k)].first;
+  }
+  const std::vector<unsigned long long> states = hash(ranges);
+  for (size_t i = 0; i < states.size(); ++i) where[i].first->hashes[where[i].second] = states[i];
 }
 
 void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
@@ -662,6 +755,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
   note_held();
   upload(slot_table_.as<void>(), slot_bases_.data(), slot_bases_.size() * sizeof(char*));
   sync();  // slot_bases_ is pageable: the copy must be done before it can change
+  lap(t_slots_);  // new slots: allocated and zeroed
 
   // The new positions of every job, in job order and position order, in batches of rows.
   std::vector<Row> rows;
@@ -692,15 +786,18 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
   }
   // Slots whose outputs, hidden states or tie records are read back: verified after computing.
   std::vector<const Slot*> reread;
-  if (history_) reuse(jobs, job_slot, order, reread);
+  for (Slot* sl : job_slot) sl->overwrite = sl->length;
+  reuse(jobs, job_slot, order, reread);
   lap(t_reuse_);
   for (const size_t j : order) {
     const RefJob& job = jobs[j];
     Slot& sl = *job_slot[j];
     if (job.start < sl.length) reread.push_back(&sl);
     if (sl.length >= job.end) continue;
-    if (sl.kept != sl.length)
-      throw std::logic_error("GPU reference: kept rows past a position it computes");
+    // Kept rows it overwrites must be ones reuse() took off the hash (computed again: the same).
+    if (std::min(job.end, sl.kept) > std::max(sl.overwrite, sl.length) ||
+        (linear_ && sl.state_at != sl.length))
+      throw std::logic_error("GPU reference: kept rows or states past a position it computes");
     // A request may have several jobs (steps) in one run: hash from its length before the first.
     if (std::none_of(touched.begin(), touched.end(), [&](const auto& t) { return t.first == &sl; }))
       touched.push_back({&sl, sl.length});
@@ -715,17 +812,40 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
         segs.push_back({slot, r, 0});
       ++segs.back().count;
     }
-    sl.tokens.insert(sl.tokens.end(), job.tokens.begin() + sl.length,
-                     job.tokens.begin() + job.end);
-    sl.length = sl.kept = job.end;
+    sl.tokens.resize(static_cast<size_t>(std::max(sl.kept, job.end)));
+    std::copy(job.tokens.begin() + sl.length, job.tokens.begin() + job.end,
+              sl.tokens.begin() + sl.length);
+    sl.length = sl.state_at = job.end;
+    sl.kept = std::max(sl.kept, job.end);
   }
   flush();
   sync();
   lap(t_compute_);
 
-  // Hash what this step wrote: the appended rows of each part, a recurrent state whole.
+  // Hash what this step wrote: the appended rows of each part, a recurrent state whole; and
+  // with linear layers, where a chunk of several positions ended, a snapshot of the states.
   std::vector<refgpu::HashRange> ranges;
   std::vector<std::pair<Slot*, size_t>> where;
+  std::vector<Slot*> snapped;
+  for (auto [sl, old_len] : touched) {
+    if (!linear_ || sl->length - old_len < 2 ||
+        sl->snapshots.size() >= static_cast<size_t>(kRefStateSnapshots) ||
+        (!sl->snapshots.empty() && sl->snapshots.back().first >= sl->length))
+      continue;
+    char* region = sl->mem.as<char>() + layout_.snapshots +
+                   static_cast<int64_t>(sl->snapshots.size()) * layout_.snapshot_bytes;
+    int64_t at = 0;
+    for (const Part& part : parts_) {
+      if (!part.whole_bytes) continue;
+      KV_CUDA_CHECK("reference snapshot",
+                    cudaMemcpyAsync(region + at, sl->mem.as<char>() + part.off,
+                                    static_cast<size_t>(part.whole_bytes),
+                                    cudaMemcpyDeviceToDevice, stream_));
+      at += part.whole_bytes;
+    }
+    sl->snapshots.push_back({sl->length, 0});
+    snapped.push_back(sl);
+  }
   for (auto [sl, old_len] : touched) {
     for (size_t p = 0; p < parts_.size(); ++p) {
       const Part& part = parts_[p];
@@ -738,14 +858,22 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
       where.push_back({sl, p});
     }
   }
+  for (Slot* sl : snapped)
+    ranges.push_back({reinterpret_cast<const uint32_t*>(
+                          sl->mem.as<char>() + layout_.snapshots +
+                          static_cast<int64_t>(sl->snapshots.size() - 1) *
+                              layout_.snapshot_bytes),
+                      0, layout_.snapshot_bytes / 4});
   const std::vector<unsigned long long> sums = hash(ranges);
-  for (size_t i = 0; i < sums.size(); ++i) {
+  for (size_t i = 0; i < where.size(); ++i) {
     auto [sl, p] = where[i];
     if (parts_[p].whole_bytes)
       sl->hashes[p] = sums[i];
     else
       sl->hashes[p] += sums[i];
   }
+  for (size_t i = 0; i < snapped.size(); ++i)
+    snapped[i]->snapshots.back().second = sums[where.size() + i];
   if (!reread.empty()) {
     std::sort(reread.begin(), reread.end());
     reread.erase(std::unique(reread.begin(), reread.end()), reread.end());
@@ -1015,7 +1143,11 @@ std::vector<double> CudaReference::logits(size_t job) const {
 }  // namespace
 
 void corrupt_history_for_test(StepReference& ref, int32_t request) {
-  dynamic_cast<CudaReference&>(ref).corrupt_for_test(request);
+  dynamic_cast<CudaReference&>(ref).corrupt_for_test(request, false);
+}
+
+void corrupt_state_snapshot_for_test(StepReference& ref, int32_t request) {
+  dynamic_cast<CudaReference&>(ref).corrupt_for_test(request, true);
 }
 
 int64_t cuda_reference_free_bytes() {

@@ -22,9 +22,11 @@
 // adopts the engine's code at a near-tie (ref_sequence.h), so each row records which codes it
 // adopted (a hash per layer), and the new engine's rows of the reused positions go through the
 // same op on the kept exact outputs: reuse stops at the first row whose record would differ.
-// Models with linear layers keep no histories: a recurrent state is kept only at its last
-// position, and no earlier position could be continued from. A kept history is verified whole
-// (its checksums) when it is taken up again.
+// With linear layers, a row can be continued from only where the recurrent states are known:
+// the slot keeps snapshots of them where a run computed a chunk of several positions (prefill
+// chunks, steps judged together; up to kRefStateSnapshots), and reuse goes as far as the last
+// snapshot (or the states' own position) it can, restoring it. A kept history is verified whole
+// (its checksums) when it is taken up again, a snapshot when it is restored.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,8 @@ CudaReferenceWork cuda_reference_work(const StepReference& ref);
 // For the protection test only: flips one word of `request`'s history (its first part's first
 // position) the way a stray write of the code under test would. The request must be live.
 void corrupt_history_for_test(StepReference& ref, int32_t request);
+// The same for its first snapshot of recurrent states (a model with linear layers).
+void corrupt_state_snapshot_for_test(StepReference& ref, int32_t request);
 
 // The GPU's free memory now (cudaMemGetInfo), in bytes.
 int64_t cuda_reference_free_bytes();
