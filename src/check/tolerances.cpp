@@ -13,7 +13,9 @@
 // and cuda_builtin where the host's error is the larger); the host fp8 runs at seeds 48-100
 // raised fp8 mla_prefill_with_context and linear_attention_output (8.5e-2 clean at
 // seeds/004's fp8 variant, seed 81). The shapes/ scenarios (host seeds 1-34 and 51-59, CUDA
-// seeds up to 72, every dtype) raised seven entries. Three of those scenarios (128 query heads at
+// seeds up to 72, every dtype) raised seven entries; the CUDA ops at seeds 26-48 of the first
+// calibration's scenarios raised fp8 mla_prefill and mla_prefill_with_context (cuda_builtin).
+// Three of the shapes scenarios (128 query heads at
 // hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
 // layers than the rest (MLA rows 7-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
 // and carry their own checks.site_tolerances instead of widening the table for every model:
@@ -73,8 +75,8 @@ constexpr Calibrated kTable[] = {
     {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.052, 0.14},
     {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
-    {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.017, 0.053},
-    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.0041, 0.0086},
+    {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.019, 0.053},
+    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.005, 0.0086},
     {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.26, 0.26, 0.27},
 };
 
