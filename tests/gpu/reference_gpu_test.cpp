@@ -572,5 +572,27 @@ TEST(ReferenceGpuHistory, ALinearModelContinuesFromASnapshotOfItsStates) {
   }
 }
 
+// Slots are handed out for a run's jobs with kept histories first: a new request earlier in the
+// run takes a new slot (or evicts another history), never the kept history of a request that
+// comes later in the same run.
+TEST(ReferenceGpuHistory, AJobDoesNotEvictTheHistoryOfALaterJobInItsRun) {
+  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+  const Scenario s = scenario_of({"e", {LayerKind::attention}, 4, 2, 16, DType::bf16});
+  const ModelWeights w = make_model_weights(s.model, s.cache);
+  auto gpu = make_cuda_reference(s, w, ref_slot_layout(s.model, 49).bytes);  // one kept slot
+  const StepQuantRows never(1, std::vector<float>(40 * 4 * 16, NAN));
+  std::vector<int32_t> a(49, 3), b(49, 5);
+  auto job = [&](int32_t request, const std::vector<int32_t>& t, int64_t row) {
+    return RefJob{.request = request, .tokens = t, .start = 0, .end = 20, .capacity = 49,
+                  .first_row = row, .logits = true};
+  };
+  gpu->begin_epoch();
+  gpu->run({job(1, b, 0)}, never, {});
+  gpu->release(1);
+  gpu->begin_epoch();
+  gpu->run({job(2, a, 0), job(1, b, 20)}, never, {});  // 2 is new, 1 has its history
+  EXPECT_EQ(cuda_reference_work(*gpu).reused, 20);
+}
+
 }  // namespace
 }  // namespace kv::test

@@ -106,7 +106,7 @@ struct LayerDev {
 struct Part {
   const char* what;
   int32_t layer;
-  int64_t off, row_bytes, whole_bytes;  // whole_bytes > 0: hashed whole, else [0, length) rows
+  int64_t off, row_bytes, whole_bytes;  // whole_bytes > 0: hashed whole, else [0, kept) rows
   bool every_step = true;
 };
 
@@ -116,13 +116,14 @@ struct Part {
 // the same requests): a live slot's rows [length, kept) are such rows not yet reused (reuse()).
 struct Slot {
   int32_t request = -1;  // the live request; -1: none
-  int32_t owner = -1;    // the request whose positions the rows hold; -1: free
+  int32_t owner = -1;    // the request whose positions the rows hold
   int32_t length = 0;    // positions of the live request computed (or reused)
   int32_t kept = 0;      // rows written: [0, kept), length <= kept
   std::vector<int32_t> tokens;  // the tokens of [0, kept)
-  // Models with linear layers: the position their recurrent states are at (`length`, except in
-  // a dormant history taken up again: `kept`), and the snapshots of them (position, hash of the
-  // snapshot), one per region of the slot's snapshot part, in position order.
+  // Models with linear layers: the position their recurrent states are at (`length` while the
+  // slot computes; in a history taken up again, where they were left, at most `kept`), and the
+  // snapshots of them (position, hash of the snapshot), one per region of the slot's snapshot
+  // part, in position order.
   int32_t state_at = 0;
   std::vector<std::pair<int32_t, unsigned long long>> snapshots;
   // Kept rows [length, overwrite) that this run computes again (reuse() took their hash off).
@@ -183,9 +184,11 @@ class CudaReference : public StepReference {
   enum class Check { every_step, others, all };
 
   void upload_weights();
-  // The slot of `request`: its live one, its dormant one (appended to `adopted`), a free one, a
-  // new one, or another request's dormant one (evicted), in that order of preference.
-  Slot& slot_for(int32_t request, std::vector<const Slot*>& adopted);
+  // The slot of `request`: its live one, or its dormant one (appended to `adopted`); nullptr if
+  // it has neither.
+  Slot* own_slot(int32_t request, std::vector<const Slot*>& adopted);
+  // A slot for a request that has none: a new one, or another request's dormant one (evicted).
+  Slot& new_slot(int32_t request);
   void reset(Slot& sl, int32_t request);
   void go_dormant(Slot& sl);
   // Checks that what the reference wrote is unchanged: the weights and the parts `which` says,
@@ -226,6 +229,7 @@ class CudaReference : public StepReference {
   bool linear_;
   int64_t keep_slots_;
   int64_t releases_ = 0;
+  bool broken_ = false;  // the last run() did not finish
   std::vector<Part> parts_;
   int32_t batch_rows_;
   int device_ = 0;  // the GPU current where it was made (the engine's)
@@ -424,13 +428,9 @@ void CudaReference::reset(Slot& sl, int32_t request) {
   sl.hashes.assign(parts_.size(), 0);
 }
 
-Slot& CudaReference::slot_for(int32_t request, std::vector<const Slot*>& adopted) {
+Slot* CudaReference::own_slot(int32_t request, std::vector<const Slot*>& adopted) {
   if (const auto it = slot_of_.find(request); it != slot_of_.end())
-    return *slots_[static_cast<size_t>(it->second)];
-  auto take = [&](size_t i) -> Slot& {
-    slot_of_[request] = static_cast<int32_t>(i);
-    return *slots_[i];
-  };
+    return slots_[static_cast<size_t>(it->second)].get();
   // Its own dormant history (the same request in an earlier epoch): reuse() decides how much
   // of it is still valid.
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -439,24 +439,26 @@ Slot& CudaReference::slot_for(int32_t request, std::vector<const Slot*>& adopted
     sl.request = request;
     sl.length = 0;
     adopted.push_back(&sl);
-    return take(i);
+    slot_of_[request] = static_cast<int32_t>(i);
+    return &sl;
   }
-  // A free slot, else a new one while the dormant ones stay within what may be kept, else the
-  // dormant slot that went dormant last. (Every epoch replays the requests in the same order:
-  // keeping the earliest finished histories serves the next epoch's first requests; evicting
-  // the oldest would evict each history just before it is asked for.)
+  return nullptr;
+}
+
+Slot& CudaReference::new_slot(int32_t request) {
+  // A new slot while the dormant ones stay within what may be kept, else the dormant slot that
+  // went dormant last. (Every epoch replays the requests in the same order: keeping the earliest
+  // finished histories serves the next epoch's first requests; evicting the oldest would evict
+  // each history just before it is asked for.)
   int64_t dormant = 0, newest = -1;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& sl = *slots_[i];
     if (sl.request >= 0) continue;
-    if (sl.owner < 0) {
-      reset(*slots_[i], request);
-      return take(i);
-    }
     ++dormant;
     if (newest < 0 || sl.dormant_since > slots_[static_cast<size_t>(newest)]->dormant_since)
       newest = static_cast<int64_t>(i);
   }
+  size_t i = static_cast<size_t>(newest);
   if (newest < 0 || dormant < keep_slots_) {
     try {
       auto sl = std::make_unique<Slot>();
@@ -464,15 +466,15 @@ Slot& CudaReference::slot_for(int32_t request, std::vector<const Slot*>& adopted
       note_held();
       slots_.push_back(std::move(sl));
       slot_bases_.push_back(slots_.back()->mem.as<char>());
-      reset(*slots_.back(), request);
-      return take(slots_.size() - 1);
+      i = slots_.size() - 1;
     } catch (const OutOfMemory&) {
       if (newest < 0) throw;  // a live request needs it: nothing to give up
       spdlog::debug("GPU reference: no memory for another slot, evicting a dormant history");
     }
   }
-  reset(*slots_[static_cast<size_t>(newest)], request);
-  return take(static_cast<size_t>(newest));
+  reset(*slots_[i], request);
+  slot_of_[request] = static_cast<int32_t>(i);
+  return *slots_[i];
 }
 
 void CudaReference::verify(Check which, const std::vector<const Slot*>& slots) {
@@ -523,7 +525,11 @@ void CudaReference::stage_hints(const std::vector<RefJob>& jobs,
       run = 1;
       if (row < 0) continue;
       const std::vector<float>& qo = (jobs[j].quant ? *jobs[j].quant : *quant_)[l];
-      if (qo.empty()) break;  // a linear layer
+      if (layers_[l].quant_scale == 0.0f) break;  // a linear layer: no fp8 op
+      if (qo.empty()) {  // no engine rows of this layer: no hint (NaN is never adopted)
+        std::fill_n(hints + (l * N + r) * q_dim_, q_dim_, std::numeric_limits<float>::quiet_NaN());
+        continue;
+      }
       while (r + run < N && hint_src[r + run].first == j &&
              hint_src[r + run].second == row + static_cast<int64_t>(run))
         ++run;
@@ -725,6 +731,11 @@ void CudaReference::restore_states(const std::vector<std::pair<Slot*, int32_t>>&
 
 void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& quant,
                         const std::function<void()>& interrupt) {
+  // A run that ended by an exception (an interrupt, a device error) may have left a slot half
+  // updated (its lengths, kept rows and hashes): nothing more is computed from it.
+  if (broken_)
+    throw std::logic_error("GPU reference: a run after one that did not finish");
+  broken_ = true;
   // The checker may call from its own thread (check_pipeline.h): use the engine's GPU there too.
   KV_CUDA_CHECK("reference device", cudaSetDevice(device_));
   quant_ = &quant;
@@ -746,8 +757,14 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
                                          "slots hold {}", jobs[j].request,
                                          std::max(jobs[j].capacity, jobs[j].end),
                                          layout_.capacity));
-    job_slot[j] = &slot_for(jobs[j].request, adopted);
+    job_slot[j] = own_slot(jobs[j].request, adopted);
   }
+  // The others only then, so that no job evicts the kept history of a request later in the run.
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (!job_slot[j]) {
+      job_slot[j] = own_slot(jobs[j].request, adopted);  // an earlier job's new slot
+      if (!job_slot[j]) job_slot[j] = &new_slot(jobs[j].request);
+    }
   // Not verified while dormant: all of it now, before anything of it is read.
   if (!adopted.empty()) verify(Check::all, adopted);
   lap(t_verify_);
@@ -882,6 +899,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
   lap(t_hash_);
   write_outputs(jobs);
   lap(t_out_);
+  broken_ = false;
 }
 
 void CudaReference::compute_batch(const std::vector<Row>& rows, const std::vector<Segment>& segs) {

@@ -55,7 +55,8 @@ struct CudaReferenceWork {
 CudaReferenceWork cuda_reference_work(const StepReference& ref);
 
 // For the protection test only: flips one word of `request`'s history (its first part's first
-// position) the way a stray write of the code under test would. The request must be live.
+// position) the way a stray write of the code under test would. The history may be live or
+// kept (dormant).
 void corrupt_history_for_test(StepReference& ref, int32_t request);
 // The same for its first snapshot of recurrent states (a model with linear layers).
 void corrupt_state_snapshot_for_test(StepReference& ref, int32_t request);
