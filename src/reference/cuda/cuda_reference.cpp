@@ -39,9 +39,13 @@ class DevMem {
     p_ = nullptr;
     bytes_ = 0;
   }
-  // Grows to at least `bytes` (contents lost); counts what it holds in `held`.
+  // Grows to at least `bytes` (contents lost); counts what it holds in `held`. Growing again,
+  // it takes twice what it had at least: cudaFree waits for the whole device (the engine's
+  // step running beside the checks included), so a buffer that grows run after run (the slot
+  // table, hash ranges, a step's outputs) must not free every time.
   void reserve(size_t bytes, const char* what, int64_t& held) {
     if (bytes <= bytes_) return;
+    if (bytes_ > 0) bytes = std::max(bytes, 2 * bytes_);
     held -= static_cast<int64_t>(bytes_);
     release();
     const cudaError_t e = cudaMalloc(&p_, bytes);
@@ -75,8 +79,9 @@ class PinnedMem {
   ~PinnedMem() {
     if (p_) cudaFreeHost(p_);
   }
-  void reserve(size_t bytes) {
+  void reserve(size_t bytes) {  // growing again: twice what it had at least (as DevMem)
     if (bytes <= bytes_) return;
+    if (bytes_ > 0) bytes = std::max(bytes, 2 * bytes_);
     if (p_) cudaFreeHost(p_);
     p_ = nullptr;
     bytes_ = 0;
@@ -423,8 +428,12 @@ void CudaReference::reset(Slot& sl, int32_t request) {
   sl.length = sl.kept = sl.state_at = 0;
   sl.tokens.clear();
   sl.snapshots.clear();
-  // Zero: a recurrent state starts at zero; the rest is written before it is read.
-  KV_CUDA_CHECK("reference slot", cudaMemsetAsync(sl.mem.as<void>(), 0, sl.mem.bytes(), stream_));
+  // A recurrent state starts at zero; every other part is written before it is read.
+  for (const Part& part : parts_)
+    if (part.whole_bytes)
+      KV_CUDA_CHECK("reference slot",
+                    cudaMemsetAsync(sl.mem.as<char>() + part.off, 0,
+                                    static_cast<size_t>(part.whole_bytes), stream_));
   sl.hashes.assign(parts_.size(), 0);
 }
 
