@@ -14,7 +14,9 @@
 // raised fp8 mla_prefill_with_context and linear_attention_output (8.5e-2 clean at
 // seeds/004's fp8 variant, seed 81). The shapes/ scenarios (host seeds 1-34 and 51-59, CUDA
 // seeds up to 72, every dtype) raised seven entries; the CUDA ops at seeds 26-48 of the first
-// calibration's scenarios raised fp8 mla_prefill and mla_prefill_with_context (cuda_builtin).
+// calibration's scenarios raised fp8 mla_prefill and mla_prefill_with_context (cuda_builtin);
+// FlashInfer at seeds 19-66 of them raised bf16's decode, prefill, prefill_with_context and
+// mla_prefill_with_context and fp8's decode (half_io; the f32 / f16 half_io follow bf16's).
 // Three of the shapes scenarios (128 query heads at
 // hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
 // layers than the rest (MLA rows 7-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
@@ -50,28 +52,28 @@ struct Calibrated {
 };
 
 constexpr Calibrated kTable[] = {
-    {DType::f32, CheckSite::decode, 0.0036, 0.0036, 0.024},
-    {DType::f32, CheckSite::prefill, 0.0051, 0.0051, 0.035},
-    {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.022},
+    {DType::f32, CheckSite::decode, 0.0036, 0.0036, 0.025},
+    {DType::f32, CheckSite::prefill, 0.0051, 0.0051, 0.036},
+    {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.023},
     {DType::f32, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f32, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
-    {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
+    {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
     {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.27},
-    {DType::f16, CheckSite::decode, 0.007, 0.007, 0.024},
-    {DType::f16, CheckSite::prefill, 0.005, 0.0099, 0.035},
-    {DType::f16, CheckSite::prefill_with_context, 0.005, 0.005, 0.022},
+    {DType::f16, CheckSite::decode, 0.007, 0.007, 0.025},
+    {DType::f16, CheckSite::prefill, 0.005, 0.0099, 0.036},
+    {DType::f16, CheckSite::prefill_with_context, 0.005, 0.005, 0.023},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
-    {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
+    {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
     {DType::f16, CheckSite::linear_attention_output, 0.12, 0.12, 0.27},
-    {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.024},
-    {DType::bf16, CheckSite::prefill, 0.01, 0.01, 0.035},
-    {DType::bf16, CheckSite::prefill_with_context, 0.0098, 0.017, 0.022},
+    {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.025},
+    {DType::bf16, CheckSite::prefill, 0.01, 0.01, 0.036},
+    {DType::bf16, CheckSite::prefill_with_context, 0.0098, 0.017, 0.023},
     {DType::bf16, CheckSite::mla_decode, 0.002, 0.0059, 0.0069},
     {DType::bf16, CheckSite::mla_prefill, 0.0022, 0.0069, 0.014},
-    {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0038},
+    {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
     {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.27},
-    {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.082},
+    {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.091},
     {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.052, 0.14},
     {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
