@@ -175,8 +175,8 @@ class CudaReference : public StepReference {
       if (sl->request == request || (sl->request < 0 && sl->owner == request)) {
         if (snapshot && sl->snapshots.empty())
           throw std::logic_error("corrupt_for_test: no snapshot");
-        const int64_t at = snapshot ? layout_.snapshots : parts_.front().off;
-        KV_CUDA_CHECK("corrupt", cudaMemset(sl->mem.as<char>() + at, 0x5a, 4));
+        char* at = snapshot ? snapshot_region(*sl, 0) : sl->mem.as<char>() + parts_.front().off;
+        KV_CUDA_CHECK("corrupt", cudaMemset(at, 0x5a, 4));
         return;
       }
     throw std::logic_error("corrupt_for_test: no history of that request");
@@ -199,11 +199,16 @@ class CudaReference : public StepReference {
   // Checks that what the reference wrote is unchanged: the weights and the parts `which` says,
   // over [0, kept). Throws DeviceError if not.
   void verify(Check which, const std::vector<const Slot*>& slots = {});
-  // Moves each job's slot forward over its kept rows as far as a fresh computation would give
-  // the same rows, and drops the kept rows past that where the slot computes in this run.
   // Sets the recurrent states of each slot to snapshot k's (-1: zero), checking the snapshot.
   void restore_states(const std::vector<std::pair<Slot*, int32_t>>& restores);
-  // The slots it looked at go to `examined` (their outputs and tie records were read).
+  // Snapshot k of a slot's recurrent states (layout_.snapshots): every linear layer's state, in
+  // layer order.
+  char* snapshot_region(const Slot& sl, size_t k) const {
+    return sl.mem.as<char>() + layout_.snapshots + static_cast<int64_t>(k) * layout_.snapshot_bytes;
+  }
+  // Moves each job's slot forward over its kept rows as far as a fresh computation would give
+  // the same rows, and drops the kept rows past that where the slot computes in this run. The
+  // slots it looked at go to `examined` (their outputs and tie records were read).
   void reuse(const std::vector<RefJob>& jobs, const std::vector<Slot*>& job_slot,
              const std::vector<size_t>& order, std::vector<const Slot*>& examined);
   // The engine's fp8 rows of a batch's hinted rows into the hint staging buffer, per quantised
@@ -528,13 +533,13 @@ void CudaReference::stage_hints(const std::vector<RefJob>& jobs,
   float* hints = hints_host_.as<float>();
   const size_t N = hint_src.size();
   for (size_t l = 0; l < static_cast<size_t>(L_); ++l) {
+    if (layers_[l].quant_scale == 0.0f) continue;  // a linear layer: no fp8 op
     // Consecutive rows of one job are consecutive engine rows: one copy per run of them.
     for (size_t r = 0, run = 1; r < N; r += run) {
       const auto [j, row] = hint_src[r];
       run = 1;
       if (row < 0) continue;
       const std::vector<float>& qo = (jobs[j].quant ? *jobs[j].quant : *quant_)[l];
-      if (layers_[l].quant_scale == 0.0f) break;  // a linear layer: no fp8 op
       if (qo.empty()) {  // no engine rows of this layer: no hint (NaN is never adopted)
         std::fill_n(hints + (l * N + r) * q_dim_, q_dim_, std::numeric_limits<float>::quiet_NaN());
         continue;
@@ -688,16 +693,13 @@ void CudaReference::reuse(const std::vector<RefJob>& jobs, const std::vector<Slo
 
 void CudaReference::restore_states(const std::vector<std::pair<Slot*, int32_t>>& restores) {
   if (restores.empty()) return;
-  auto region = [&](const Slot& sl, int32_t k) {
-    return sl.mem.as<char>() + layout_.snapshots + k * layout_.snapshot_bytes;
-  };
   // The snapshots first: verified against their hashes from when they were taken.
   std::vector<refgpu::HashRange> ranges;
   std::vector<std::pair<Slot*, int32_t>> taken;
   for (auto [sl, k] : restores)
     if (k >= 0) {
-      ranges.push_back({reinterpret_cast<const uint32_t*>(region(*sl, k)), 0,
-                        layout_.snapshot_bytes / 4});
+      const char* region = snapshot_region(*sl, static_cast<size_t>(k));
+      ranges.push_back({reinterpret_cast<const uint32_t*>(region), 0, layout_.snapshot_bytes / 4});
       taken.push_back({sl, k});
     }
   const std::vector<unsigned long long> sums = hash(ranges);
@@ -725,7 +727,7 @@ void CudaReference::restore_states(const std::vector<std::pair<Slot*, int32_t>>&
                       cudaMemsetAsync(state, 0, static_cast<size_t>(part.whole_bytes), stream_));
       else
         KV_CUDA_CHECK("reference state",
-                      cudaMemcpyAsync(state, region(*sl, k) + at,
+                      cudaMemcpyAsync(state, snapshot_region(*sl, static_cast<size_t>(k)) + at,
                                       static_cast<size_t>(part.whole_bytes),
                                       cudaMemcpyDeviceToDevice, stream_));
       at += part.whole_bytes;
@@ -858,8 +860,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
         sl->snapshots.size() >= static_cast<size_t>(kRefStateSnapshots) ||
         (!sl->snapshots.empty() && sl->snapshots.back().first >= sl->length))
       continue;
-    char* region = sl->mem.as<char>() + layout_.snapshots +
-                   static_cast<int64_t>(sl->snapshots.size()) * layout_.snapshot_bytes;
+    char* region = snapshot_region(*sl, sl->snapshots.size());
     int64_t at = 0;
     for (const Part& part : parts_) {
       if (!part.whole_bytes) continue;
@@ -886,9 +887,7 @@ void CudaReference::run(const std::vector<RefJob>& jobs, const StepQuantRows& qu
   }
   for (Slot* sl : snapped)
     ranges.push_back({reinterpret_cast<const uint32_t*>(
-                          sl->mem.as<char>() + layout_.snapshots +
-                          static_cast<int64_t>(sl->snapshots.size() - 1) *
-                              layout_.snapshot_bytes),
+                          snapshot_region(*sl, sl->snapshots.size() - 1)),
                       0, layout_.snapshot_bytes / 4});
   const std::vector<unsigned long long> sums = hash(ranges);
   for (size_t i = 0; i < where.size(); ++i) {
