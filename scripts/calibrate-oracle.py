@@ -102,7 +102,8 @@ def run_one(kvcheck, path, seed, device, backend, out_dir):
 def measure(a):
     files = [pathlib.Path(f).resolve() for f in a.scenarios] or default_scenarios()
     records = []
-    with tempfile.TemporaryDirectory() as t:
+    # A measurement stopped early leaves runs going: their output folders may not be removable.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as t:
         tmp = pathlib.Path(t)
         # Seed by seed, so that a run stopped early has measured every scenario at its seeds.
         forced_files = [(dtype, *forced(f, dtype, tmp)) for dtype in a.dtypes.split(",")
@@ -110,7 +111,12 @@ def measure(a):
         jobs = [(rel, dtype, seed, path) for seed in seed_range(a.seeds)
                 for dtype, rel, path in forced_files]
         # SIGTERM (a `timeout`) ends the measurement early: the records so far are written.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        # `timeout` signals this process and then its whole process group, this process again:
+        # a second SystemExit while the records are written would lose them.
+        def stop(*_):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            sys.exit(143)
+        signal.signal(signal.SIGTERM, stop)
         pool = concurrent.futures.ThreadPoolExecutor(a.jobs)
         try:
             futs = {pool.submit(run_one, a.kvcheck, path, seed, a.device, a.backend,
@@ -128,6 +134,7 @@ def measure(a):
                     write_records(a, records, len(jobs))  # a killed run keeps what it measured
         except SystemExit:
             print(f"stopped early: {len(records)} of {len(jobs)} runs", file=sys.stderr)
+            write_records(a, records, len(jobs))  # before anything else can fail
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
     write_records(a, records, len(jobs))

@@ -17,6 +17,9 @@
 // calibration's scenarios raised fp8 mla_prefill and mla_prefill_with_context (cuda_builtin);
 // FlashInfer at seeds 19-66 of them raised bf16's decode, prefill, prefill_with_context and
 // mla_prefill_with_context and fp8's decode (half_io; the f32 / f16 half_io follow bf16's).
+// The host f16 runs at seeds 82-100 raised f16 prefill and prefill_with_context; the CUDA ops
+// at seeds 49-100 raised bf16 mla_prefill and fp8 prefill (cuda_builtin), FlashInfer at seeds
+// 67-100 mla_prefill_with_context and linear_attention_output (half_io).
 // Three of the shapes scenarios (128 query heads at
 // hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
 // layers than the rest (MLA rows 7-12x, attention rows up to 2.5x; fp8 forced on them, 3-30x)
@@ -30,12 +33,12 @@
 //                 FlashInfer does not take, the larger of cuda_builtin and bf16's half_io (a
 //                 16-bit io rounds q and out at least as a bf16 cache run does).
 // Attention and MLA rows are averages of V rows: their clean error stays at the cache dtype's
-// rounding (fp8: up to 1.7e-2 on kvcheck's ops, 4.5e-2 through FlashInfer); the regressions'
-// first failures show 2.1e-2 (at an fp8 MLA site whose clean rows stay below 1.3e-3) .. 1 or
+// rounding (fp8: up to 2.2e-2 on kvcheck's ops, 4.5e-2 through FlashInfer); the regressions'
+// first failures show 2.1e-2 (at an fp8 MLA site whose clean rows stay at 2.3e-3 or less) .. 1 or
 // NaN. The linear-attention rows integrate every earlier position's upstream noise in their
-// recurrent state and reach 8.8e-2 clean (bf16 on the GPU, whose MLA ops round P to bf16; fp8
-// on the host 8.5e-2): their tolerance is wide, and a bug there shows by its NaN or by the
-// attention rows of the next layers.
+// recurrent state and reach 9.6e-2 clean (fp8 through FlashInfer; 8.8e-2 bf16 on kvcheck's CUDA
+// ops, whose MLA ops round P to bf16; 8.5e-2 fp8 on the host): their tolerance is wide, and a
+// bug there shows by its NaN or by the attention rows of the next layers.
 #include "check/tolerances.h"
 
 #include <algorithm>
@@ -57,29 +60,29 @@ constexpr Calibrated kTable[] = {
     {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.023},
     {DType::f32, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f32, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
-    {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
-    {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.27},
+    {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
+    {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.29},
     {DType::f16, CheckSite::decode, 0.007, 0.007, 0.025},
-    {DType::f16, CheckSite::prefill, 0.005, 0.0099, 0.036},
-    {DType::f16, CheckSite::prefill_with_context, 0.005, 0.005, 0.023},
+    {DType::f16, CheckSite::prefill, 0.0064, 0.0099, 0.036},
+    {DType::f16, CheckSite::prefill_with_context, 0.0064, 0.0064, 0.023},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
-    {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
-    {DType::f16, CheckSite::linear_attention_output, 0.12, 0.12, 0.27},
+    {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
+    {DType::f16, CheckSite::linear_attention_output, 0.12, 0.12, 0.29},
     {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.025},
     {DType::bf16, CheckSite::prefill, 0.01, 0.01, 0.036},
     {DType::bf16, CheckSite::prefill_with_context, 0.0098, 0.017, 0.023},
     {DType::bf16, CheckSite::mla_decode, 0.002, 0.0059, 0.0069},
-    {DType::bf16, CheckSite::mla_prefill, 0.0022, 0.0069, 0.014},
-    {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0041},
-    {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.27},
+    {DType::bf16, CheckSite::mla_prefill, 0.0022, 0.0078, 0.014},
+    {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
+    {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.29},
     {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.091},
-    {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.052, 0.14},
+    {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.065, 0.14},
     {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
     {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.019, 0.053},
-    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.005, 0.0086},
-    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.26, 0.26, 0.27},
+    {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.005, 0.0099},
+    {DType::fp8_e4m3, CheckSite::linear_attention_output, 0.26, 0.26, 0.29},
 };
 
 double pick(const Calibrated& c, OpPrecision p) {
