@@ -17,8 +17,9 @@
 // calibration's scenarios raised fp8 mla_prefill and mla_prefill_with_context (cuda_builtin);
 // FlashInfer at seeds 19-66 of them raised bf16's decode, prefill, prefill_with_context and
 // mla_prefill_with_context and fp8's decode (half_io; the f32 / f16 half_io follow bf16's).
-// The host f16 runs at seeds 82-100 raised f16 prefill and prefill_with_context; the CUDA ops
-// at seeds 49-100 raised bf16 mla_prefill and fp8 prefill (cuda_builtin), FlashInfer at seeds
+// The host f16 runs at seeds 82-100 raised f16 prefill and prefill_with_context, and the
+// shapes on the host at seeds 35-50 and 60-70 f16 and fp8 prefill_with_context; the CUDA ops at
+// seeds 49-100 raised bf16 mla_prefill and fp8 prefill (cuda_builtin), FlashInfer at seeds
 // 67-100 mla_prefill_with_context and linear_attention_output (half_io).
 // Three of the shapes scenarios (128 query heads at
 // hidden 128, and a 576-wide latent at head_dim 128) compound more clean drift over their
@@ -64,7 +65,7 @@ constexpr Calibrated kTable[] = {
     {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.29},
     {DType::f16, CheckSite::decode, 0.007, 0.007, 0.025},
     {DType::f16, CheckSite::prefill, 0.0064, 0.0099, 0.036},
-    {DType::f16, CheckSite::prefill_with_context, 0.0064, 0.0064, 0.023},
+    {DType::f16, CheckSite::prefill_with_context, 0.0094, 0.0094, 0.023},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
     {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
@@ -78,7 +79,7 @@ constexpr Calibrated kTable[] = {
     {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.29},
     {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.091},
     {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.065, 0.14},
-    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.048, 0.049, 0.12},
+    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.049, 0.049, 0.12},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
     {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.019, 0.053},
     {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.005, 0.0099},
