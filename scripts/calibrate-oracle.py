@@ -134,7 +134,6 @@ def measure(a):
                     write_records(a, records, len(jobs))  # a killed run keeps what it measured
         except SystemExit:
             print(f"stopped early: {len(records)} of {len(jobs)} runs", file=sys.stderr)
-            write_records(a, records, len(jobs))  # before anything else can fail
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
     write_records(a, records, len(jobs))
