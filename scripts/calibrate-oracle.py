@@ -3,8 +3,8 @@
 precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp, issue 21).
 
   measure: scripts/calibrate-oracle.py measure KVCHECK OUT.json [--device host|cuda]
-               [--backend PLUGIN.so] [--seeds 1-100] [--dtypes f32,f16,bf16,fp8_e4m3]
-               [--jobs N] [SCENARIO...]
+               [--backend PLUGIN.so] [--seeds 1-100|43-48,53,...]
+               [--dtypes f32,f16,bf16,fp8_e4m3] [--jobs N] [SCENARIO...]
       Runs every scenario (default: smoke.json, seeds/, regressions/, shapes/ and the
       FlashInfer-shape variants under gpu/seeds/ and gpu/regressions/; not the GPU-scale ones),
       with the cache dtype forced to each dtype (fp8: k_scale 1/16, v_scale 1/4 unless the
@@ -45,8 +45,12 @@ def default_scenarios():
 
 
 def seed_range(text):
-    a, _, b = text.partition("-")
-    return range(int(a), int(b or a) + 1)
+    """'1-100', '53' or a comma list of them ('43-48,53,73-74'), in the order given."""
+    seeds = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        seeds += range(int(a), int(b or a) + 1)
+    return seeds
 
 
 def forced(src, dtype, tmp):

@@ -6,11 +6,10 @@
 // its FlashInfer-shape variant (smoke, seeds, regressions, gpu/seeds, gpu/regressions) and of
 // shapes/, with the cache dtype forced to each dtype (fp8 with k_scale 1/16 and v_scale 1/4
 // where the scenario is not fp8), regressions off and the drift checks opened so that every
-// row's error is measured. Seeds 1-100 on the host (shapes: 1-70); on kvcheck's CUDA ops seeds
-// 1-100 but for 43-48 and 74 (shapes: 1-76); through the FlashInfer plugin (a backend with bf16
-// io, bf16 and fp8 caches) seeds 1-100 but for 65-66, not yet on shapes/; a few seeds in part
-// (results). And the GPU-scale scenarios (scenarios/gpu/*.json, one epoch, one sampled request)
-// once each on the CUDA ops and on FlashInfer.
+// row's error is measured: seeds 1-100 on the host, on kvcheck's CUDA ops and through the
+// FlashInfer plugin (a backend with bf16 io; bf16 and fp8 caches; of shapes/ it takes
+// block-size-2-gqa4-fp8 and mla-latent-576). And the GPU-scale scenarios (scenarios/gpu/*.json,
+// one epoch, one sampled request) once each on the CUDA ops and on FlashInfer.
 // Three of the shapes scenarios (128 query heads at hidden 128, and a 576-wide latent at
 // head_dim 128) compound more clean drift over their layers than the rest (MLA rows 7-12x,
 // attention rows up to 2.5x; fp8 forced on them, 3-30x) and carry their own
@@ -24,10 +23,14 @@
 //                 FlashInfer does not take, the larger of cuda_builtin and bf16's half_io (a
 //                 16-bit io rounds q and out at least as a bf16 cache run does).
 // Attention and MLA rows are averages of V rows: their clean error stays at the cache dtype's
-// rounding (fp8: up to 2.2e-2 on kvcheck's ops, 4.5e-2 through FlashInfer); the regressions'
-// first failures show 2.1e-2 (at an fp8 MLA site whose clean rows stay at 2.3e-3 or less) .. 1 or
-// NaN. The linear-attention rows integrate every earlier position's upstream noise in their
-// recurrent state and reach 9.6e-2 clean (fp8 through FlashInfer; 8.8e-2 bf16 on kvcheck's CUDA
+// rounding (fp8: up to 2.6e-2 on kvcheck's ops); the regressions' first failures show 2.1e-2 (at
+// an fp8 MLA site whose clean rows stay at 2.3e-3 or less) .. 1 or NaN. Through FlashInfer the
+// fp8 attention rows reach 6.9e-2 clean: its bf16 io moves the first layer's output by about
+// 2^-9, and the fp8 cache requantises the next layer's K and V from it, moving values near a
+// rounding step by a whole e4m3 step; the float64 reference runs the model end to end, so that
+// compounding counts as drift and the half_io fp8 entries are wide.
+// The linear-attention rows integrate every earlier position's upstream noise in their
+// recurrent state and reach 9.6e-2 clean (fp8 through FlashInfer; 8.9e-2 bf16 on kvcheck's CUDA
 // ops, whose MLA ops round P to bf16; 8.5e-2 fp8 on the host): their tolerance is wide, and a
 // bug there shows by its NaN or by the attention rows of the next layers.
 #include "check/tolerances.h"
@@ -46,30 +49,30 @@ struct Calibrated {
 };
 
 constexpr Calibrated kTable[] = {
-    {DType::f32, CheckSite::decode, 0.0036, 0.0036, 0.025},
+    {DType::f32, CheckSite::decode, 0.0036, 0.0036, 0.038},
     {DType::f32, CheckSite::prefill, 0.0051, 0.0051, 0.036},
-    {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.023},
+    {DType::f32, CheckSite::prefill_with_context, 0.005, 0.005, 0.038},
     {DType::f32, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f32, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
     {DType::f32, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
     {DType::f32, CheckSite::linear_attention_output, 0.073, 0.073, 0.29},
-    {DType::f16, CheckSite::decode, 0.007, 0.007, 0.025},
-    {DType::f16, CheckSite::prefill, 0.0064, 0.0099, 0.036},
-    {DType::f16, CheckSite::prefill_with_context, 0.0094, 0.0094, 0.023},
+    {DType::f16, CheckSite::decode, 0.007, 0.007, 0.038},
+    {DType::f16, CheckSite::prefill, 0.0067, 0.0099, 0.036},
+    {DType::f16, CheckSite::prefill_with_context, 0.0094, 0.0094, 0.038},
     {DType::f16, CheckSite::mla_decode, 0.002, 0.002, 0.0069},
     {DType::f16, CheckSite::mla_prefill, 0.002, 0.002, 0.014},
     {DType::f16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
     {DType::f16, CheckSite::linear_attention_output, 0.12, 0.12, 0.29},
-    {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.025},
-    {DType::bf16, CheckSite::prefill, 0.01, 0.01, 0.036},
-    {DType::bf16, CheckSite::prefill_with_context, 0.0098, 0.017, 0.023},
+    {DType::bf16, CheckSite::decode, 0.0088, 0.0088, 0.038},
+    {DType::bf16, CheckSite::prefill, 0.01, 0.013, 0.036},
+    {DType::bf16, CheckSite::prefill_with_context, 0.011, 0.017, 0.038},
     {DType::bf16, CheckSite::mla_decode, 0.002, 0.0059, 0.0069},
     {DType::bf16, CheckSite::mla_prefill, 0.0022, 0.0078, 0.014},
     {DType::bf16, CheckSite::mla_prefill_with_context, 0.002, 0.002, 0.0046},
     {DType::bf16, CheckSite::linear_attention_output, 0.093, 0.27, 0.29},
-    {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.091},
-    {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.065, 0.14},
-    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.049, 0.049, 0.12},
+    {DType::fp8_e4m3, CheckSite::decode, 0.049, 0.049, 0.18},
+    {DType::fp8_e4m3, CheckSite::prefill, 0.052, 0.079, 0.17},
+    {DType::fp8_e4m3, CheckSite::prefill_with_context, 0.05, 0.07, 0.21},
     {DType::fp8_e4m3, CheckSite::mla_decode, 0.0038, 0.0064, 0.0072},
     {DType::fp8_e4m3, CheckSite::mla_prefill, 0.017, 0.019, 0.053},
     {DType::fp8_e4m3, CheckSite::mla_prefill_with_context, 0.0041, 0.005, 0.0099},
