@@ -26,10 +26,15 @@ void CheckPipeline::rethrow_failure() {
   if (failure_) std::rethrow_exception(failure_);
 }
 
+void CheckPipeline::check(CheckedStep&& step) {
+  checker_.check_step(std::move(step));
+  if (checker_.first_failure()) found_failure_.store(true, std::memory_order_release);
+}
+
 void CheckPipeline::submit(CheckedStep&& step) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!overlap_) {
-    checker_.check_step(std::move(step));
+    check(std::move(step));
     waited_seconds_ += seconds_since(t0);
     return;
   }
@@ -50,6 +55,7 @@ void CheckPipeline::drain() {
     rethrow_failure();
   }
   checker_.flush();  // the steps the checker holds (the checker thread is idle now)
+  if (checker_.first_failure()) found_failure_.store(true, std::memory_order_release);
   waited_seconds_ += seconds_since(t0);
 }
 
@@ -65,7 +71,7 @@ void CheckPipeline::worker() {
     cv_.notify_all();  // submit() may hand over the next step now
     std::exception_ptr failure;
     try {
-      checker_.check_step(std::move(*step));
+      check(std::move(*step));
     } catch (...) {
       failure = std::current_exception();
     }

@@ -13,6 +13,7 @@
 // and no later step is checked.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -40,14 +41,20 @@ class CheckPipeline {
   bool overlap() const { return overlap_; }
   // Wall time the caller spent waiting in submit() and drain(): what checking added to the run.
   double waited_seconds() const { return waited_seconds_; }
+  // Whether a check has failed in a step checked so far (the checker's first_failure(), safe to
+  // ask while the checker thread runs). A step the checker holds for a batched reference run is
+  // judged later, so a failure can show some steps after the step that has it.
+  bool found_failure() const { return found_failure_.load(std::memory_order_acquire); }
 
  private:
   void worker();
   void rethrow_failure();  // with mu_ held
+  void check(CheckedStep&& step);  // on the thread that checks
 
   Checker& checker_;
   const bool overlap_;
   double waited_seconds_ = 0.0;
+  std::atomic<bool> found_failure_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   static constexpr size_t kQueuedSteps = 4;

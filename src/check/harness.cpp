@@ -34,7 +34,7 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
 }
 
 RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks,
-                       const ReferenceSetup& reference, bool overlap_checks) {
+                       const ReferenceSetup& reference, const RunControl& control) {
   if (s.checks.reference == ReferenceMode::automatic)
     throw std::logic_error("run_scenario: checks.reference \"auto\" was not resolved");
   const auto t_run = std::chrono::steady_clock::now();
@@ -58,10 +58,16 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
   Checker checker(s, engine.weights(), result.tolerances, std::move(ref));
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
   // On the host device the engine's ops and the checks share the CPU: nothing to overlap.
-  result.checks_overlapped = overlap_checks && device.name() != "host";
+  result.checks_overlapped = control.overlap_checks && device.name() != "host";
   CheckPipeline pipeline(checker, result.checks_overlapped);
+  // --fail-fast: asked before every step; true once a failure is found (a step was left out).
+  const auto stop = [&] {
+    result.stopped_at_first_failure = control.stop_at_first_failure && pipeline.found_failure();
+    return result.stopped_at_first_failure;
+  };
 
   for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
+    if (epoch > 1 && stop()) break;
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
     checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
     if (hooks.on_step) hooks.on_step(epoch, 0, 0);
@@ -74,7 +80,8 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
           pipeline.submit(snapshot_step(step, plan, std::move(out), sched));
           tokens += plan.num_rows;
           if (hooks.on_step) hooks.on_step(epoch, step + 1, tokens);
-        });
+        },
+        stop);
     pipeline.drain();
     EpochStats st = checker.end_epoch(requests);
     static_cast<EpochCounters&>(st) = c;

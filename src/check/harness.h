@@ -46,11 +46,20 @@ struct ReferenceSetup {
 RunResult result_header(const Scenario& scenario, const std::string& device,
                         OpPrecision precision = OpPrecision::host_f32);
 
+// How run_scenario runs the checks and when it may stop.
+struct RunControl {
+  // On a device other than the host, check step s while the engine runs step s + 1
+  // (check_pipeline.h; the verdict is the same either way).
+  bool overlap_checks = false;
+  // End the run once a check has failed (kvcheck run --fail-fast): the verdict (corrupt) and the
+  // first failure are the ones the whole run would give, as every step before the failing one is
+  // checked; the steps and epochs after it are not run, so the figures cover the run so far.
+  bool stop_at_first_failure = false;
+};
+
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
-// valid (parse_scenario succeeded) with CLI overrides already applied. overlap_checks: on a
-// device other than the host, check step s while the engine runs step s + 1 (check_pipeline.h;
-// the verdict is the same either way).
+// valid (parse_scenario succeeded) with CLI overrides already applied.
 RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {},
-                       const ReferenceSetup& reference = {}, bool overlap_checks = false);
+                       const ReferenceSetup& reference = {}, const RunControl& control = {});
 
 }  // namespace kv

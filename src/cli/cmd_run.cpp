@@ -93,6 +93,10 @@ Command add_run_command(CLI::App& parent) {
                 "Check each step before the engine runs the next. By default, on a GPU, the "
                 "checks of step s run while the engine runs step s + 1 (same verdict, less "
                 "waiting); on the host device they never overlap");
+  app->add_flag("--fail-fast", opts->fail_fast,
+                "End each scenario at its first failing check: the verdict and first failure "
+                "are final (every step before it was checked), the steps and epochs after it "
+                "are not run. A clean scenario runs whole. For CI gates and git bisect run");
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");

@@ -242,8 +242,10 @@ RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLib
   const ReferenceSetup reference =
       choose_reference(s, opts.reference_device, builtin, opts.max_memory);
   const HarnessHooks hooks = progress_hooks(s, deadline, record);
+  const RunControl control{.overlap_checks = !opts.serial_checks,
+                           .stop_at_first_failure = opts.fail_fast};
   if (!lib) {
-    RunResult result = run_scenario(s, builtin, hooks, reference, !opts.serial_checks);
+    RunResult result = run_scenario(s, builtin, hooks, reference, control);
     result.coverage_gaps = coverage_gaps(s, run_coverage(result.epochs));
     return result;
   }
@@ -252,7 +254,7 @@ RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLib
   const Placement placement = place_ops(*lib, req, s);
   BackendDevice device(builtin, lib, placement.ops,
                        BackendWatch{.record = record, .sync_each_op = b.sync_each_op});
-  RunResult result = run_scenario(s, device, hooks, reference, !opts.serial_checks);
+  RunResult result = run_scenario(s, device, hooks, reference, control);
   result.coverage_gaps =
       coverage_gaps(s, run_coverage(result.epochs), device.has_paged_prefill());
   result.backend = backend_report(device, placement);

@@ -45,6 +45,8 @@ struct RunOptions {
   // --serial-checks: check each step before the engine runs the next (by default, on a GPU the
   // check of step s overlaps step s + 1; check/check_pipeline.h).
   bool serial_checks = false;
+  // --fail-fast: end each scenario at its first failing check (check/harness.h RunControl).
+  bool fail_fast = false;
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

@@ -109,7 +109,8 @@ int64_t Engine::next_busy_step(int64_t idle_step, const Scheduler& sched) {
   return next;
 }
 
-EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step) {
+EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserver& on_step,
+                                const std::function<bool()>& stop) {
   EpochCounters c;
   Scheduler sched(s_.engine, s_.cache.block_size, pool_, has_layer(s_.model, LayerKind::linear) ? 1 : 0);
   const RunnerTiming timing_before = runner_.timing();
@@ -120,6 +121,7 @@ EpochCounters Engine::run_epoch(std::vector<Request>& requests, const StepObserv
   // step 2^31 - 1 is fine; it counts idle steps too, which are skipped, not run.
   int64_t step = 0;
   while (sched.has_unfinished()) {
+    if (stop && stop()) break;
     SchedulerOutput out = sched.schedule(step);
     apply_block_events();
     c.preemptions += static_cast<int64_t>(out.preempted.size());

@@ -32,7 +32,11 @@ class Engine {
   Engine(const Scenario& s, Device& dev);
 
   // Runs `requests` to completion. A corrupted step changes the tokens after it, as in a model.
-  EpochCounters run_epoch(std::vector<Request>& requests, const StepObserver& on_step);
+  // `stop`, when given, is asked before every step: true ends the epoch there, with requests
+  // left unfinished and their blocks still held (kvcheck run --fail-fast); run no further epoch
+  // on this engine after that.
+  EpochCounters run_epoch(std::vector<Request>& requests, const StepObserver& on_step,
+                          const std::function<bool()>& stop = {});
   const ModelWeights& weights() const { return weights_; }
 
  private:

@@ -193,6 +193,10 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
     os << failure_line(*r.first_failure) << '\n';
     if (!r.first_failure->detail.empty()) os << "  " << r.first_failure->detail << '\n';
   }
+  if (r.stopped_at_first_failure)
+    os << fmt::format("stopped at the first failure (--fail-fast): the steps after it were not "
+                      "run; the figures cover the {} epoch{} that ran\n",
+                      r.epochs.size(), r.epochs.size() == 1 ? "" : "s");
 }
 
 }  // namespace kv

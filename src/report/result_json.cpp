@@ -178,6 +178,7 @@ json to_json(const RunResult& r) {
       {"reference_mode", to_string(r.reference_mode)},
       {"reference_device", r.reference_device},
       {"checks_overlapped", r.checks_overlapped},
+      {"stopped_at_first_failure", r.stopped_at_first_failure},
       {"epochs", std::move(epochs)},
       {"first_failure", r.first_failure ? to_json(*r.first_failure) : json(nullptr)},
       {"seconds", json_number(r.seconds)},

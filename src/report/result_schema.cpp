@@ -319,6 +319,12 @@ std::string result_schema_text() {
        described("Whether step s was checked while the engine ran step s + 1 (on a GPU unless "
                  "--serial-checks; never on the host device). The verdict is the same either way.",
                  Json{{"type", "boolean"}})},
+      {"stopped_at_first_failure",
+       described("Whether --fail-fast ended the run at its first failure before its workload "
+                 "was done. The verdict and first_failure are what the whole run gives (every "
+                 "step before the failing one was checked); epochs covers the steps that ran, "
+                 "the last one cut short or the later ones left out.",
+                 Json{{"type", "boolean"}})},
       {"reference_mode_reason",
        described("Only where checks.reference was \"auto\": why it became reference_mode.",
                  Json{{"type", "string"}})},

@@ -134,6 +134,9 @@ struct RunResult {
   int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held
   std::optional<ReferenceAgreement> reference_agreement;  // --reference-device both
   bool checks_overlapped = false;  // step s was checked while the engine ran step s + 1
+  // --fail-fast ended the run at its first failure before the workload was done: the verdict and
+  // first failure are final, `epochs` covers the steps that ran.
+  bool stopped_at_first_failure = false;
   std::vector<EpochStats> epochs;
   std::optional<Failure> first_failure;
   std::optional<BackendReport> backend;  // only with --backend

@@ -46,9 +46,10 @@ class BatchingHostReference : public HostReference {
   int32_t steps_;
 };
 
-// The reference runs on `workers` threads and takes `steps` steps per run.
+// The reference runs on `workers` threads and takes `steps` steps per run. fail_fast: the engine
+// stops before its next step once the pipeline has found a failure (kvcheck run --fail-fast).
 PipelineRun run(const Scenario& s, bool overlap, const std::function<void()>& interrupt = {},
-                unsigned workers = 2, int32_t steps = 1) {
+                unsigned workers = 2, int32_t steps = 1, bool fail_fast = false) {
   HostDevice dev;
   Engine engine(s, dev);
   Checker checker(s, engine.weights(), drift_tolerances(s, OpPrecision::host_f32),
@@ -57,17 +58,21 @@ PipelineRun run(const Scenario& s, bool overlap, const std::function<void()>& in
   CheckPipeline pipeline(checker, overlap);
   EXPECT_EQ(pipeline.overlap(), overlap);
   PipelineRun r;
-  for (int32_t epoch = 1; epoch <= s.workload.epochs; ++epoch) {
+  const auto stop = [&] { return fail_fast && pipeline.found_failure(); };
+  for (int32_t epoch = 1; epoch <= s.workload.epochs && !stop(); ++epoch) {
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
     checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
-    engine.run_epoch(requests, [&](int64_t step, const StepPlan& plan, StepOutputs&& out,
-                                   const Scheduler& sched) {
-      pipeline.submit(snapshot_step(step, plan, std::move(out), sched));
-      ++r.steps;
-    });
+    engine.run_epoch(
+        requests,
+        [&](int64_t step, const StepPlan& plan, StepOutputs&& out, const Scheduler& sched) {
+          pipeline.submit(snapshot_step(step, plan, std::move(out), sched));
+          ++r.steps;
+        },
+        stop);
     pipeline.drain();
     r.epochs.push_back(checker.end_epoch(requests));
   }
+  EXPECT_EQ(pipeline.found_failure(), checker.first_failure().has_value());
   r.first_failure = checker.first_failure();
   return r;
 }
@@ -131,6 +136,31 @@ TEST(CheckPipeline, StepsJudgedTogetherGiveTheVerdictOfStepsJudgedOneByOne) {
     EXPECT_FALSE(clean.first_failure);
     expect_same(clean, run(s, true, {}, 2, 7));
   }
+}
+
+// --fail-fast: the engine stops soon after the failing step, serial or overlapped, steps judged
+// one by one or 16 at a time, with the first failure of the whole run; a clean run runs whole.
+TEST(CheckPipeline, AFoundFailureStopsTheEngineWithTheWholeRunsFirstFailure) {
+  Scenario s = load("regressions/new-blocks-not-zeroed.json");  // fails in epoch 2 of 6
+  const PipelineRun whole = run(s, false);
+  ASSERT_TRUE(whole.first_failure) << "the regression is caught";
+  for (bool overlap : {false, true})
+    for (int32_t steps : {1, 16}) {
+      SCOPED_TRACE(std::string(overlap ? "overlapped" : "serial") + ", steps per run " +
+                   std::to_string(steps));
+      const PipelineRun fast = run(s, overlap, {}, 2, steps, true);
+      ASSERT_TRUE(fast.first_failure);
+      EXPECT_EQ(fast.first_failure->epoch, whole.first_failure->epoch);
+      EXPECT_EQ(fast.first_failure->step, whole.first_failure->step);
+      EXPECT_EQ(fast.first_failure->detail, whole.first_failure->detail);
+      EXPECT_LT(fast.steps, whole.steps);
+      EXPECT_EQ(fast.epochs.size(), static_cast<size_t>(whole.first_failure->epoch));
+    }
+  s.regressions = {};
+  const PipelineRun clean = run(s, true, {}, 2, 16, true);
+  EXPECT_FALSE(clean.first_failure);
+  EXPECT_EQ(clean.epochs.size(), static_cast<size_t>(s.workload.epochs));
+  EXPECT_EQ(clean.steps, run(s, false).steps);
 }
 
 TEST(CheckPipeline, WhatACheckThrowsReachesTheEngineAndEndsTheChecks) {
