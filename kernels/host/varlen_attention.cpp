@@ -19,24 +19,31 @@
 namespace kv::host {
 namespace {
 
-// An element as the cache would hold it; the identity for f32 with scale 1.
-float as_stored(float x, DType t, float scale, bool round) {
-  return round ? round_through_scaled(x, t, scale) : x;
+// Rows [0, rows) of K or V as the cache stores them: each row's num_kv_heads * head_dim elements
+// rounded once (every query row and head of the sequence reads them), packed at that width.
+void round_rows(const float* src, int32_t rows, const VarlenAttnArgs& a, float scale,
+                std::vector<float>& dst) {
+  const int64_t width = static_cast<int64_t>(a.num_kv_heads) * a.head_dim;
+  dst.resize(static_cast<size_t>(rows * width));
+  for (int64_t j = 0; j < rows; ++j) {
+    poll_point(width);  // --max-seconds
+    for (int64_t e = 0; e < width; ++e)
+      dst[j * width + e] = round_through_scaled(src[j * a.kv_row_stride + e], a.kv_dtype, scale);
+  }
 }
 
-// Softmax attention of one query head over keys [0, n) of one kv head; writes the vd features of
-// o and returns lse.
+// Softmax attention of one query head over keys [0, n) of one kv head, K and V rows `stride`
+// apart; writes the vd features of o and returns lse.
 float attend(const VarlenAttnArgs& a, int32_t vd, const float* qh, const float* k0, const float* v0,
-             int32_t n, std::vector<float>& p, float* o) {
+             int64_t stride, int32_t n, std::vector<float>& p, float* o) {
   const int32_t hd = a.head_dim;
-  const bool round = a.kv_dtype != DType::f32 || a.k_scale != 1.0f || a.v_scale != 1.0f;
   for (int32_t i = 0; i < vd; ++i) o[i] = 0.0f;
   if (n == 0) return -INFINITY;
   float m = -INFINITY;
   for (int32_t j = 0; j < n; ++j) {
-    const float* kj = k0 + j * a.kv_row_stride;
+    const float* kj = k0 + j * stride;
     float dot = 0.0f;
-    for (int32_t f = 0; f < hd; ++f) dot += qh[f] * as_stored(kj[f], a.kv_dtype, a.k_scale, round);
+    for (int32_t f = 0; f < hd; ++f) dot += qh[f] * kj[f];
     p[j] = dot * a.scale;
     if (p[j] > m) m = p[j];  // NaN scores are not a max; they reach the output through p
   }
@@ -46,8 +53,8 @@ float attend(const VarlenAttnArgs& a, int32_t vd, const float* qh, const float* 
     d += p[j];
   }
   for (int32_t j = 0; j < n; ++j) {
-    const float* vj = v0 + j * a.kv_row_stride;
-    for (int32_t f = 0; f < vd; ++f) o[f] += p[j] * as_stored(vj[f], a.kv_dtype, a.v_scale, round);
+    const float* vj = v0 + j * stride;
+    for (int32_t f = 0; f < vd; ++f) o[f] += p[j] * vj[f];
   }
   for (int32_t f = 0; f < vd; ++f) o[f] = (d != 0.0f) ? o[f] / d : o[f];
   return (d > 0.0f) ? m + logf(d) : (d == 0.0f ? -INFINITY : NAN);
@@ -62,21 +69,33 @@ void varlen_attention(const VarlenAttnArgs& a) {
                                 " is neither 0 nor in [1, head_dim " + std::to_string(a.head_dim) +
                                 "]");
   const int32_t group = a.num_q_heads / a.num_kv_heads;
-  std::vector<float> p;
+  // The identity for f32 with scale 1; otherwise K and V are read as the cache would hold them.
+  const bool round = a.kv_dtype != DType::f32 || a.k_scale != 1.0f || a.v_scale != 1.0f;
+  std::vector<float> p, k_stored, v_stored;
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     const int32_t q0 = a.q_starts[s], q_len = a.q_starts[s + 1] - q0;
     const int32_t k0 = a.k_starts[s], k_len = a.k_starts[s + 1] - k0;
     p.resize(std::max<size_t>(p.size(), static_cast<size_t>(k_len)));
+    const float* k = a.k + static_cast<int64_t>(k0) * a.kv_row_stride;
+    const float* v = a.v + static_cast<int64_t>(k0) * a.kv_row_stride;
+    int64_t stride = a.kv_row_stride;
+    if (round && q_len > 0) {
+      round_rows(k, k_len, a, a.k_scale, k_stored);
+      round_rows(v, k_len, a, a.v_scale, v_stored);
+      k = k_stored.data();
+      v = v_stored.data();
+      stride = static_cast<int64_t>(a.num_kv_heads) * a.head_dim;
+    }
     for (int32_t j = 0; j < q_len; ++j) {
       const int64_t r = q0 + j;
       const int32_t n = a.causal ? std::min(j + 1, k_len) : k_len;
       for (int32_t h = 0; h < a.num_q_heads; ++h) {
         poll_point(static_cast<int64_t>(n) * (a.head_dim + vd));  // --max-seconds
-        const int64_t kv_off = static_cast<int64_t>(k0) * a.kv_row_stride +
-                               static_cast<int64_t>(h / group) * a.head_dim;
-        a.lse[r * a.num_q_heads + h] = attend(
-            a, vd, a.q + r * a.q_row_stride + static_cast<int64_t>(h) * a.head_dim, a.k + kv_off,
-            a.v + kv_off, n, p, a.out + r * a.out_row_stride + static_cast<int64_t>(h) * vd);
+        const int64_t kv_off = static_cast<int64_t>(h / group) * a.head_dim;
+        a.lse[r * a.num_q_heads + h] =
+            attend(a, vd, a.q + r * a.q_row_stride + static_cast<int64_t>(h) * a.head_dim,
+                   k + kv_off, v + kv_off, stride, n, p,
+                   a.out + r * a.out_row_stride + static_cast<int64_t>(h) * vd);
       }
     }
   }
