@@ -39,7 +39,10 @@ std::string exit_codes_json() {
     rows.push_back({{"code", r.code},
                     {"meaning", r.meaning},
                     {"under_bisect", *r.under_bisect ? r.under_bisect : "the same"}});
-  return nlohmann::ordered_json{{"schema", "kvcheck.exit-codes/1"}, {"exit_codes", rows}}.dump(2) +
+  return nlohmann::ordered_json{{"schema", "kvcheck.exit-codes/1"},
+                                {"exit_codes", rows},
+                                {"order", exit_order_text()}}
+             .dump(2) +
          "\n";
 }
 

@@ -7,7 +7,7 @@
 namespace kv::cli {
 namespace {
 
-constexpr std::array<ExitCodeRow, 8> kTable = {{
+constexpr std::array<ExitCodeRow, 9> kTable = {{
     {kExitOk, "every verdict matches its scenario's expectation", ""},
     {kExitMismatch,
      "a verdict does not: corruption where clean was expected, or an expected corruption not "
@@ -30,6 +30,9 @@ constexpr std::array<ExitCodeRow, 8> kTable = {{
      "or scheduler broke): a kvcheck bug, please report it",
      "1, bad: the commit under test broke kvcheck's own invariants"},
     {kExitBisectSkip, "only under --bisect, instead of 2 or 3: git bisect skips the commit", ""},
+    {kExitSighup,
+     "interrupted by SIGHUP (the terminal or session went away): handled as SIGINT is",
+     "the same (scripts/bisect-step.sh aborts the bisection)"},
     {kExitSigint,
      "interrupted by SIGINT: no result file is left half-written, temporary files are removed",
      ""},
@@ -54,6 +57,30 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 
 std::span<const ExitCodeRow> exit_code_table() { return kTable; }
 
+namespace {
+// Higher is more severe (worse_status).
+int severity(int code) {
+  switch (code) {
+    case kExitOk: return 0;
+    case kExitCannotRun:
+    case kExitBadInput:
+    case kExitBisectSkip: return 1;
+    case kExitMismatch: return 2;
+    case kExitInternalError: return 3;
+    default: return 4;  // interrupted (129, 130, 143) or anything outside the table
+  }
+}
+}  // namespace
+
+int worse_status(int a, int b) { return severity(b) > severity(a) ? b : a; }
+
+const char* exit_order_text() {
+  return "When a run of several scenarios ends in more than one way, one order decides its "
+         "status: interrupted (129, 130, 143) > internal error (4) > mismatch or verdict error "
+         "(1) > cannot run (3) > ok (0); bad input (2) is decided before anything runs. A "
+         "scenario found bad is never hidden by a later one that could not run.";
+}
+
 std::string exit_codes_help() {
   constexpr std::size_t kIndent = 7;  // "  125  "
   std::string out = "Exit codes:\n";
@@ -72,7 +99,7 @@ std::string exit_codes_markdown() {
   for (const ExitCodeRow& r : kTable)
     out += "| " + std::to_string(r.code) + " | " + r.meaning + " | " +
            (*r.under_bisect ? r.under_bisect : "the same") + " |\n";
-  return out;
+  return out + "\n" + exit_order_text() + "\n";
 }
 
 int bisect_status(int code) {

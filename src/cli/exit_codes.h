@@ -18,6 +18,7 @@ enum ExitCode : int {
   kExitCannotRun = 3,      // device, memory, no GPU, backend does not load, output not writable
   kExitInternalError = 4,  // kvcheck's own invariant broke: a kvcheck bug
   kExitBisectSkip = 125,   // under --bisect: git bisect skips the commit
+  kExitSighup = 129,       // interrupted by SIGHUP (128 + 1): the terminal went away
   kExitSigint = 130,       // interrupted by SIGINT (128 + 2)
   kExitSigterm = 143,      // interrupted by SIGTERM (128 + 15)
 };
@@ -36,6 +37,15 @@ std::string exit_codes_help();
 
 // README's table (Markdown, ending in a newline).
 std::string exit_codes_markdown();
+
+// One run's status from two of its parts (scenarios, or a run and its stdout): the more severe,
+// in the stated order interrupted (129/130/143) > internal error (4) > mismatch or verdict error
+// (1) > cannot run (3) > ok (0). Bad input (2) is decided before anything runs, so it meets
+// nothing else; when it does, it ranks with cannot-run. 125 (a mapped status) ranks as 3.
+int worse_status(int a, int b);
+
+// README's sentence stating that order (exit_codes_markdown appends it).
+const char* exit_order_text();
 
 // The status `run --bisect` exits with for `code`: 2 and 3 become 125 (this commit cannot test
 // this input or cannot run here: skip it), 4 becomes 1 (the commit under test broke kvcheck's

@@ -105,7 +105,7 @@ TEST(ExitCodeTable, EveryCodeOnceInOrder) {
     EXPECT_GT(row.code, last);
     last = row.code;
   }
-  EXPECT_EQ(kv::cli::exit_code_table().size(), 8u);
+  EXPECT_EQ(kv::cli::exit_code_table().size(), 9u);
 }
 
 TEST_F(ExitCodes, HelpShowsTheTable) {
