@@ -9,9 +9,13 @@
 #   SCENARIOS  the scenario files, separated by spaces (e.g. "scenarios/smoke.json ...")
 #   KVCHECK_ARGS, KVCHECK_OUT  optional (more `kvcheck run` options; the result folder)
 #
-#   exit 0 good; 1 bad (corruption, a backend op's error status, crash or hang: regressions);
-#   125 skip (the build failed, the plugin does not load, its capabilities cannot take a
-#   scenario); 255 abort (bad usage, an invalid scenario)
+#   exit 0 good; 1 bad (corruption, a backend op's error status, crash or hang: regressions;
+#   kvcheck's own crash or internal error); 125 skip (the build failed, the plugin does not load,
+#   its capabilities cannot take a scenario); 255 abort (checked before building: KVCHECK not an
+#   executable file, a SCENARIOS file missing or unreadable; bad usage, an invalid scenario;
+#   kvcheck interrupted, exit 129/130/143, or killed by SIGKILL, 137: the OOM killer, a timeout,
+#   which says nothing about the commit). Nothing is removed: KVCHECK stays, and BUILD_CMD must
+#   rebuild BACKEND itself (or fail).
 #
 # Example (the README of examples/backend-minimal walks through it):
 #   KVCHECK=$PWD/build/kvcheck BUILD_CMD="ninja -C build libmybackend.so" \

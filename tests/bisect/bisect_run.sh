@@ -1,6 +1,8 @@
+# shellcheck shell=bash
 # bisect_run.sh — sourced by the bisect tests (bisect_backend_test.sh, bisect_kvcheck_test.sh):
 # their throwaway repository, the bisection over its commits hashes[1..8] (bad HEAD 8, good 1),
 # and the logs to show when it goes wrong. The sourcing script defines `hashes`, `tmp` and `fail`.
+# shellcheck disable=SC2154  # hashes and tmp: the sourcing script's
 
 # isolated_repo DIR: a new repository at DIR, made the working directory, with git on its own: no
 # global or system config (user, hooks, signing, aliases), nothing of an enclosing repository or
@@ -32,8 +34,14 @@ show_log() {
 # bisect_expect_first_bad STEP N: `git bisect run STEP` ends well and names commit N as the
 # first bad one (refs/bisect/bad and its output line); else the logs and `fail`.
 bisect_expect_first_bad() {
-  local step=$1 n=$2 rc=0 found
   git bisect start "${hashes[8]}" "${hashes[1]}" >/dev/null
+  bisect_run_expect_first_bad "$@"
+}
+
+# bisect_run_expect_first_bad STEP N: the same in a bisection already started (`git bisect run`
+# again after an abort goes on from the commit checked out).
+bisect_run_expect_first_bad() {
+  local step=$1 n=$2 rc=0 found
   git bisect run "$step" >"$tmp/bisect.log" 2>&1 || rc=$?
   ((rc == 0)) || { show_log; fail "git bisect run exited $rc"; }
   found=$(git rev-parse --verify -q refs/bisect/bad || true)
