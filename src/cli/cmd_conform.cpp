@@ -3,6 +3,11 @@
 // shapes within its declared capabilities (src/conform), the plugin's buffers on the device it is
 // loaded for; a per-op table, exit 0 when every op conforms, 1 when one does not, 3 when the
 // plugin cannot be loaded or the device cannot be had.
+//
+// The plugin runs only in a worker process (cli/plugin_worker.h), as under `run --backend`: an op
+// that crashes, exits the process or hangs past --backend-timeout fails that op, and a new worker
+// judges the ops it had not reached (each op's inputs come from its own seed, so a rerun op sees
+// the same cases). A plugin that crashes, exits or hangs while loading cannot be loaded (exit 3).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -13,73 +18,126 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
+#include "cli/plugin_worker.h"
 #include "conform/conform.h"
+#include "device/device.h"
 #include "plugin/backend_library.h"
+#include "plugin/placement.h"
 
 namespace kv::cli {
+namespace {
+
+struct ConformRequest {
+  PluginWorkerSpec plugin;
+  conform::ConformOptions options;
+};
+
+// Workers until one returns the whole report: each that dies in an op adds that op to
+// failed_before. Returns the exit status; `report` is set when it is 0 or 1.
+int conform_in_workers(ConformRequest req, conform::ConformReport& report) {
+  for (int attempt = 0; attempt <= KVCHECK_NUM_OPS; ++attempt) {
+    const PluginWorkerResult r = run_plugin_in_worker(
+        req.plugin, [&req](const BackendLibrary& lib, Device& device, ProgressRecord& record) {
+          conform::ConformOptions o = req.options;
+          o.record = &record;
+          const DLDevice dl{static_cast<DLDeviceType>(device.dl_device_type()),
+                            device.dl_device_id()};
+          return nlohmann::json::parse(
+              conform::conform_json(conform::run_conform(lib.table(), o, device, dl)));
+        });
+    switch (r.kind) {
+      case PluginWorkerResult::Kind::done:
+        report = conform::conform_report_from_json(r.payload);
+        return report.all_passed() ? kExitOk : kExitMismatch;
+      case PluginWorkerResult::Kind::cannot_run:
+        spdlog::error("cannot run: {}", r.message);
+        if (req.plugin.device_kind == "host")
+          spdlog::info("a plugin for the GPU is checked with --device cuda");
+        return kExitCannotRun;
+      case PluginWorkerResult::Kind::internal_error:
+        spdlog::error("{}", internal_error_message(r.message));
+        return kExitInternalError;
+      case PluginWorkerResult::Kind::worker_failed:
+        spdlog::error("backend {}: {}: no report", req.plugin.path, r.message);
+        return kExitMismatch;
+      case PluginWorkerResult::Kind::op_failed: {
+        const auto op = abi_op_from_name(r.op);
+        if (!op) {  // its destroy, after every op ran: the report died with the worker
+          spdlog::error("backend {}: {} {}: no report", req.plugin.path, r.op, r.message);
+          return kExitMismatch;
+        }
+        spdlog::warn("backend op {} {}; the other ops are judged in a new worker", r.op,
+                     r.message);
+        req.options.failed_before[*op] = "the backend " + r.message;
+        break;
+      }
+    }
+  }
+  spdlog::error("backend {}: a worker died in every op", req.plugin.path);
+  return kExitMismatch;
+}
+
+}  // namespace
 
 Command add_conform_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "conform",
       "Check each op of a backend plugin against the built-in host op on random shapes "
       "within its declared capabilities");
-  auto backend = std::make_shared<std::string>();
-  auto backend_option = std::make_shared<std::string>();
-  auto opts = std::make_shared<conform::ConformOptions>();
+  auto req = std::make_shared<ConformRequest>();
+  req->plugin.device_kind = "host";
   auto json = std::make_shared<bool>(false);
-  auto device_kind = std::make_shared<std::string>("host");
-  app->add_option("--backend", *backend, "The backend plugin (a shared library)")->required();
-  app->add_option("--device", *device_kind,
+  auto bisect = std::make_shared<bool>(false);
+  auto timeout = std::make_shared<int32_t>(300);
+  app->add_option("--backend", req->plugin.path, "The backend plugin (a shared library)")
+      ->required()
+      ->check(non_empty_path());
+  app->add_option("--device", req->plugin.device_kind,
                   "The device the plugin is loaded for: host (kDLCPU), cuda (kDLCUDA, GPU 0; "
                   "its buffers in GPU memory), auto (cuda when a GPU is visible)")
       ->check(CLI::IsMember(device_kinds()))
       ->capture_default_str();
-  app->add_option("--backend-option", *backend_option, "Option text handed to the plugin's init");
-  app->add_option("--seed", opts->seed, "Seed of the random inputs")->capture_default_str();
-  app->add_option("--tolerance", opts->attention_tolerance,
+  app->add_option("--backend-option", req->plugin.options,
+                  "Option text handed to the plugin's init");
+  app->add_option("--seed", req->options.seed, "Seed of the random inputs")
+      ->check(uint64_text())
+      ->capture_default_str();
+  app->add_option("--tolerance", req->options.attention_tolerance,
                   "Relative L2 tolerance of the attention ops (paged_decode, varlen_attention, "
                   "merge_states, linear_attention)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_finite())
+      ->capture_default_str();
+  app->add_option("--backend-timeout", *timeout,
+                  "Seconds one op's cases (or loading the plugin) may run before it counts as a "
+                  "hang (its worker is killed; that op fails, or the plugin cannot be loaded)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.conform/1)");
-  auto action = [backend, backend_option, opts, json, device_kind]() {
-    std::unique_ptr<Device> device;
-    std::unique_ptr<BackendLibrary> lib;
-    try {
-      device = make_device(*device_kind);
-    } catch (const std::exception& e) {  // DeviceUnavailable, DeviceError
-      spdlog::error("cannot run: {}", e.what());
-      return static_cast<int>(kExitCannotRun);
-    }
-    const bool cuda = device->name() == "cuda";
-    const DLDevice dl{cuda ? kDLCUDA : kDLCPU, 0};
-    try {
-      lib = std::make_unique<BackendLibrary>(*backend, dl.device_type, dl.device_id,
-                                             *backend_option);
-    } catch (const BackendLoadError& e) {
-      spdlog::error("cannot run: {}", e.what());
-      if (!cuda) spdlog::info("a plugin for the GPU is checked with --device cuda");
-      return static_cast<int>(kExitCannotRun);
-    }
+  app->add_flag("--bisect", *bisect,
+                "Exit codes for git bisect run: 125 (skip) instead of 3, 1 (bad) instead of 4");
+  auto action = [req, json, bisect, timeout]() {
+    req->plugin.timeout = std::chrono::seconds(*timeout);
     conform::ConformReport report;
+    int status = kExitCannotRun;
     try {
-      report = conform::run_conform(lib->table(), *opts, *device, dl);
-    } catch (const std::invalid_argument& e) {
-      spdlog::error("cannot run: {}: {}", lib->name(), e.what());
-      return static_cast<int>(kExitCannotRun);
-    } catch (const DeviceError& e) {  // the device failed before the plugin ran
+      status = conform_in_workers(*req, report);
+    } catch (const std::exception& e) {  // no worker could be started
       spdlog::error("cannot run: {}", e.what());
-      return static_cast<int>(kExitCannotRun);
     }
-    if (*json)
-      std::cout << conform::conform_json(report) << '\n';
-    else
-      conform::print_conform(std::cout, report);
-    if (!report.all_passed())
-      spdlog::warn("a failing op: rerun a scenario with --backend-op OP=builtin to confirm it is "
-                   "the one (kvcheck run S.json --backend {} --backend-op OP=builtin)",
-                   lib->path());
-    return static_cast<int>(report.all_passed() ? kExitOk : kExitMismatch);
+    if (status == kExitOk || status == kExitMismatch) {
+      if (!report.ops.empty() || status == kExitOk) {
+        if (*json)
+          std::cout << conform::conform_json(report) << '\n';
+        else
+          conform::print_conform(std::cout, report);
+      }
+      if (status == kExitMismatch)
+        spdlog::warn("a failing op: rerun a scenario with --backend-op OP=builtin to confirm it "
+                     "is the one (kvcheck run S.json --backend {} --backend-op OP=builtin)",
+                     req->plugin.path);
+    }
+    return *bisect ? bisect_status(status) : status;
   };
   return {app, action};
 }

@@ -3,7 +3,9 @@
 // (check/check_sites.h), and the devices this build can run on.
 #include <algorithm>
 #include <iostream>
+#include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@
 #include "cli/device_factory.h"
 #include "check/check_sites.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
+#include "cli/plugin_worker.h"
 #include "device/device_ops.h"
 #include "scenario/regressions.h"
 
@@ -113,6 +117,47 @@ void print_list(std::ostream& os) {
        << d.note << '\n';
 }
 
+// `list --backend`: the plugin is loaded in a worker (cli/plugin_worker.h), which sends back
+// its description; kvcheck itself never runs plugin code. Loading that fails, crashes, exits or
+// hangs is "cannot run" (exit 3).
+int describe_backend(const std::string& path, const std::string& options,
+                     const std::string& device, int32_t timeout, bool json) {
+  const PluginWorkerSpec spec{.path = path,
+                              .options = options,
+                              .device_kind = device,
+                              .timeout = std::chrono::seconds(timeout)};
+  PluginWorkerResult r;
+  try {
+    r = run_plugin_in_worker(spec, [](const BackendLibrary& lib, Device&, ProgressRecord&) {
+      std::ostringstream text;
+      print_backend(text, lib);
+      return nlohmann::json{{"json", backend_json(lib)}, {"text", text.str()}};
+    });
+  } catch (const std::exception& e) {  // no worker could be started
+    spdlog::error("cannot run: {}", e.what());
+    return kExitCannotRun;
+  }
+  switch (r.kind) {
+    case PluginWorkerResult::Kind::done:
+      if (json)
+        std::cout << nlohmann::json{{"schema", "kvcheck.list/2"}, {"backend", r.payload["json"]}}
+                         .dump(2)
+                  << '\n';
+      else
+        std::cout << r.payload["text"].get<std::string>();
+      return kExitOk;
+    case PluginWorkerResult::Kind::internal_error:
+      spdlog::error("{}", internal_error_message(r.message));
+      return kExitInternalError;
+    case PluginWorkerResult::Kind::op_failed:  // its destroy: it loaded, then failed to unload
+      spdlog::error("cannot run: backend {}: {} {}", path, r.op, r.message);
+      return kExitCannotRun;
+    default:
+      spdlog::error("cannot run: {}", r.message);
+      return kExitCannotRun;
+  }
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& parent) {
@@ -125,33 +170,27 @@ Command add_list_command(CLI::App& parent) {
   CLI::Option* backend_opt = app->add_option(
       "--backend", *backend,
       "Describe this backend plugin instead: name, version, ABI version, declared capabilities "
-      "and where each op runs");
+      "and where each op runs")
+      ->check(non_empty_path());
   app->add_option("--device", *device, "The device the backend is loaded for (--backend)")
       ->check(CLI::IsMember(device_kinds()))
       ->needs(backend_opt);
-  auto action = [json, backend, device]() {
-    if (!backend->empty()) {
-      try {
-        // kDLCPU (1) or kDLCUDA (2), GPU 0: what the plugin is asked to serve at init.
-        const bool cuda = *device == "cuda" || (*device == "auto" && cuda_device_available());
-        const BackendLibrary lib(*backend, cuda ? 2 : 1, 0);
-        if (*json)
-          std::cout << nlohmann::json{{"schema", "kvcheck.list/2"},
-                                      {"backend", backend_json(lib)}}.dump(2)
-                    << '\n';
-        else
-          print_backend(std::cout, lib);
-        return kExitOk;
-      } catch (const BackendLoadError& e) {
-        spdlog::error("cannot run: {}", e.what());
-        return kExitCannotRun;
-      }
-    }
+  auto options = std::make_shared<std::string>();
+  app->add_option("--backend-option", *options, "Option text handed to the backend's init")
+      ->needs(backend_opt);
+  auto timeout = std::make_shared<int32_t>(300);
+  app->add_option("--backend-timeout", *timeout,
+                  "Seconds loading the backend may take before it counts as a hang (--backend)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str()
+      ->needs(backend_opt);
+  auto action = [json, backend, device, options, timeout, backend_opt]() {
+    if (*backend_opt) return describe_backend(*backend, *options, *device, *timeout, *json);
     if (*json)
       std::cout << list_json().dump(2) << '\n';
     else
       print_list(std::cout);
-    return kExitOk;
+    return static_cast<int>(kExitOk);
   };
   return {app, action};
 }

@@ -1,6 +1,5 @@
 // cmd_run.cpp — `kvcheck run FILE...`: its options; the work is in run_scenarios.cpp.
 #include <algorithm>
-#include <charconv>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/memory_fit.h"
 #include "cli/name_option.h"
+#include "cli/option_checks.h"
 #include "cli/reference_choice.h"
 #include "cli/run_scenarios.h"
 #include "plugin/placement.h"
@@ -36,20 +36,9 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
       ->check(CLI::IsMember(device_kinds()))
       ->capture_default_str();
-  // CLI11 2.1 turns "-1" into 2^64-1 and saturates on overflow for an unsigned target; a seed
-  // must be exactly a uint64 in decimal.
-  const CLI::Validator uint64_only(
-      [](std::string& s) {
-        uint64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-          return "expected an integer from 0 to 18446744073709551615, got " + s;
-        return std::string();
-      },
-      "", "UINT64");
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
-          ->check(uint64_only);
+          ->check(uint64_text());
   // The range the scenario parser accepts for the field it replaces (field_table.h).
   const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));
   CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
@@ -98,6 +87,7 @@ Command add_run_command(CLI::App& parent) {
                 "are final (every step before it was checked), the steps and epochs after it "
                 "are not run. A clean scenario runs whole. For CI gates and git bisect run");
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
+      ->check(non_empty_path())
       ->capture_default_str();
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
   app->add_flag("--clean-twins", opts->clean_twins,
@@ -127,7 +117,8 @@ Command add_run_command(CLI::App& parent) {
       "--backend", opts->backend.path,
       "Put this backend plugin (a shared library, include/kvcheck/backend.h) under the "
       "scenarios: the ops it implements run on it, the rest on --device (replaces a scenario's "
-      "own \"backend\")");
+      "own \"backend\")")
+      ->check(non_empty_path());
   app->add_flag("--no-backend", opts->no_backend,
                 "Run every op on the built-in device, also for scenarios that name a backend")
       ->excludes(backend_opt);

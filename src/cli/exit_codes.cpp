@@ -21,8 +21,8 @@ constexpr std::array<ExitCodeRow, 9> kTable = {{
      "or a regression)"},
     {kExitCannotRun,
      "the run cannot be carried out: device error, no GPU for --device cuda, out of memory or "
-     "an estimate above this machine's memory or --max-memory, a backend that does not load or "
-     "cannot take the scenario, output (result folder or stdout) not writable, --max-seconds "
+     "an estimate above this machine's memory or --max-memory, a backend that does not load "
+     "(its constructors or init fail, crash, exit or hang) or cannot take the scenario, output (result folder or stdout) not writable, --max-seconds "
      "reached",
      "125, skip"},
     {kExitInternalError,
@@ -35,8 +35,9 @@ constexpr std::array<ExitCodeRow, 9> kTable = {{
      "the same (scripts/bisect-step.sh aborts the bisection)"},
     {kExitSigint,
      "interrupted by SIGINT: no result file is left half-written, temporary files are removed",
-     ""},
-    {kExitSigterm, "interrupted by SIGTERM (the same)", ""},
+     "the same (scripts/bisect-step.sh aborts the bisection)"},
+    {kExitSigterm, "interrupted by SIGTERM (the same)",
+     "the same (scripts/bisect-step.sh aborts the bisection)"},
 }};
 
 // Wraps `text` at `width` columns, every line after the first indented by `indent` spaces.

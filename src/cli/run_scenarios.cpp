@@ -29,6 +29,7 @@
 #include "cli/fault_injection.h"
 #include "cli/load_scenarios.h"
 #include "cli/memory_fit.h"
+#include "cli/plugin_worker.h"
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
@@ -193,7 +194,18 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
     }
     scenarios = std::move(with_twins);
   }
-  return true;
+  // Two scenarios whose results would be the same file: the second would overwrite the first.
+  std::map<std::string, const LoadedScenario*> by_file;
+  for (const auto& l : scenarios) {
+    const std::string file = result_file_name(l.scenario.name);
+    auto [at, fresh] = by_file.emplace(file, &l);
+    if (fresh) continue;
+    spdlog::error("{} (scenario \"{}\") and {} (scenario \"{}\") would both write result file "
+                  "{}: give them distinct \"name\"s, or run them with separate --out folders",
+                  at->second->path, at->second->scenario.name, l.path, l.scenario.name, file);
+    ok = false;
+  }
+  return ok;
 }
 
 // The backend's part of a run, for the result.
@@ -293,9 +305,9 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 // The worker's part: everything that touches the device and the backend. Its message is JSON:
 // {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
 // {"outcome": "cannot_run"} (said on stderr) | {"outcome": "internal_error", "message"}.
-std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::string& sha256,
-                           const Deadline& deadline, ProgressRecord& record,
-                           const ConsoleStyle& style) {
+std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOptions& b,
+                           const std::string& sha256, const Deadline& deadline,
+                           ProgressRecord& record, const ConsoleStyle& style) {
   nlohmann::json msg;
   try {
     std::unique_ptr<Device> device =
@@ -305,16 +317,16 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const std::strin
                              memory_limits(opts, device.get()));
     // None: a scenario without a backend in a run with some.
     std::shared_ptr<BackendLibrary> lib;
-    if (!opts.backend.path.empty()) {
-      CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);  // a plugin may crash in its init too
-      lib = std::make_shared<BackendLibrary>(opts.backend.path, device->dl_device_type(),
-                                             device->dl_device_id(), opts.backend.options,
-                                             sha256);
+    if (!b.path.empty()) {
+      // dlopen runs the library's constructors, then its init: either may crash, exit or hang.
+      CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);
+      lib = std::make_shared<BackendLibrary>(b.path, device->dl_device_type(),
+                                             device->dl_device_id(), b.options, sha256);
     }
     spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
                  device->name(), lib ? " with backend " + lib->name() : std::string(),
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
-    const RunResult result = run_one(s, *device, lib, opts, opts.backend, deadline, &record);
+    const RunResult result = run_one(s, *device, lib, opts, b, deadline, &record);
     const ScenarioReport rep = report_of(result, style);
     msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
   } catch (const BackendOpError& e) {
@@ -369,7 +381,7 @@ std::string error_message(const RunError& e, int32_t timeout_seconds) {
 
 // The result of a scenario whose worker ended in an error: what the parent knows of the run.
 RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError error,
-                       const RunOptions& opts, double seconds) {
+                       const RunOptions& opts, int32_t timeout_seconds, double seconds) {
   RunResult r = result_header(s, record.device[0] ? std::string(record.device) : opts.device);
   r.verdict = Verdict::error;
   error.epoch = record.epoch.load();
@@ -378,7 +390,7 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
     error.layer = record.layer.load();
     error.layer_kind = record.layer_kind_name();
   }
-  error.message = error_message(error, opts.backend.timeout_seconds);
+  error.message = error_message(error, timeout_seconds);
   r.error = std::move(error);
   r.seconds = seconds;
   return r;
@@ -386,17 +398,25 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
 
 // One scenario in a worker process; throws WorkerCannotRun when the worker could not run it, and
 // TimeLimitReached when it had to be stopped at the deadline (inside a backend call).
-ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::string& sha256,
-                            const Deadline& deadline, const ConsoleStyle& style) {
+ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOptions& b,
+                            const std::string& sha256, const Deadline& deadline,
+                            const ConsoleStyle& style) {
   SharedProgress shared;
   ProgressRecord& record = shared.record();
   const auto t0 = std::chrono::steady_clock::now();
-  const WorkerOutcome out =
-      run_in_worker([&] { return work_in_worker(s, opts, sha256, deadline, record, style); },
-                    record, std::chrono::seconds(opts.backend.timeout_seconds), deadline.at);
+  const auto timeout = std::chrono::seconds(b.timeout_seconds);
+  const WorkerOutcome out = run_in_worker(
+      [&] { return work_in_worker(s, opts, b, sha256, deadline, record, style); }, record,
+      timeout, deadline.at);
   const double seconds = seconds_since(t0);
   // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
   const std::string op = record.in_call() ? record.op_name() : "";
+  // Loading the plugin (its constructors, its init) crashed, exited or hung: it cannot be loaded,
+  // as when its init refuses (cannot run, exit 3).
+  if (op == KVCHECK_BACKEND_INIT_SYMBOL && out.kind != WorkerOutcome::Kind::stopped) {
+    spdlog::error("cannot run: backend {}: {}", b.path, load_failure_text(out, timeout));
+    throw WorkerCannotRun();
+  }
   RunError error;
   error.op = op;
   switch (out.kind) {
@@ -437,7 +457,8 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const std::stri
       break;
     }
   }
-  return report_of(error_result(s, record, std::move(error), opts, seconds), style);
+  return report_of(error_result(s, record, std::move(error), opts, b.timeout_seconds, seconds),
+                   style);
 }
 
 // The backend a scenario runs with: the command line's --backend (it wins over the scenario's
@@ -462,21 +483,69 @@ BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
   return b;
 }
 
+// Prints result documents on stdout as they come (--json): one run's documents are never all
+// held at once. One scenario prints its document; several print an array, closed also when the
+// run stops early, so that stdout stays one JSON value.
+class JsonStream {
+ public:
+  JsonStream(bool on, size_t count) : on_(on), array_(count != 1) {}
+  void add(const nlohmann::json& doc) {
+    if (!on_) return;
+    std::string text = dump_result(doc);  // ends in a newline
+    if (array_) {
+      text.pop_back();
+      std::cout << (added_ ? ",\n" : "[\n") << text;
+    } else {
+      std::cout << text;
+    }
+    added_ = true;
+  }
+  void close() {
+    if (on_ && array_) std::cout << (added_ ? "\n]\n" : "[]\n");
+    on_ = false;
+  }
+
+ private:
+  bool on_, array_, added_ = false;
+};
+
+// Inside `catch (...)`: the status a failure of the run itself means (after saying why).
+int status_of_run_failure() {
+  try {
+    throw;
+  } catch (const WorkerCannotRun&) {
+    return kExitCannotRun;  // the worker said why
+  } catch (const std::logic_error& e) {
+    spdlog::error("{}", internal_error_message(e.what()));
+    return kExitInternalError;
+  } catch (...) {
+    log_run_failure();
+    return kExitCannotRun;
+  }
+}
+
+// Runs every scenario and returns the run's status: each scenario's outcome, and a failure that
+// stops the run (the deadline, an unwritable result, a worker that cannot run), combined in the
+// order of worse_status (exit_codes.h): a scenario found bad is never hidden by a later one that
+// could not run.
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
             const Deadline& deadline) {
   // Where every result goes, checked before a device is made or a step is run.
-  std::vector<std::string> names;
-  for (const auto& l : scenarios) names.push_back(l.scenario.name);
-  const std::vector<fs::path> files = prepare_result_files(opts.out_dir, names);
-  std::vector<RunOptions> per_scenario;
-  for (const auto& l : scenarios) {
-    per_scenario.push_back(opts);
-    per_scenario.back().backend = backend_for(opts, l);
+  std::vector<fs::path> files;
+  {
+    std::vector<std::string> names;
+    for (const auto& l : scenarios) names.push_back(l.scenario.name);
+    files = prepare_result_files(opts.out_dir, names);
   }
+  // Each scenario's backend; the options themselves (with every file's path) are shared, so
+  // memory stays linear in the number of files.
+  std::vector<BackendOptions> backends;
+  backends.reserve(scenarios.size());
+  for (const auto& l : scenarios) backends.push_back(backend_for(opts, l));
   // With a backend the parent makes no device (on CUDA it must not initialise the driver before
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
-  const bool isolated = std::any_of(per_scenario.begin(), per_scenario.end(),
-                                    [](const RunOptions& o) { return !o.backend.path.empty(); });
+  const bool isolated = std::any_of(backends.begin(), backends.end(),
+                                    [](const BackendOptions& b) { return !b.path.empty(); });
   // Before anything of a scenario is allocated: host memory and the budget here, a worker's
   // device in the worker.
   if (isolated) refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
@@ -485,65 +554,68 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   // Each library's digest, once for all its scenarios (a GPU backend can be hundreds of MB); if
   // the file cannot be read, each worker's load says why.
   std::map<std::string, std::string> backend_sha256;
-  for (const RunOptions& o : per_scenario) {
-    if (o.backend.path.empty() || backend_sha256.count(o.backend.path)) continue;
-    std::string& digest = backend_sha256[o.backend.path];
+  for (const BackendOptions& b : backends) {
+    if (b.path.empty() || backend_sha256.count(b.path)) continue;
+    std::string& digest = backend_sha256[b.path];
     try {
-      digest = sha256_file(o.backend.path);
+      digest = sha256_file(b.path);
     } catch (const std::exception&) {
     }
   }
 
   const ConsoleStyle style = console_style_for(std::cout);
-  nlohmann::json documents = nlohmann::json::array();
-  std::set<std::string> written;
+  JsonStream json(opts.json, scenarios.size());
   int status = kExitOk;
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    Scenario& s = scenarios[i].scenario;
-    if (deadline.passed())  // before building the next engine, which can take a while itself
-      throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
-                                         "scenario(s) done",
-                                         deadline.seconds, s.name, i, scenarios.size()));
-    ScenarioReport rep;
-    if (isolated) {
-      const RunOptions& o = per_scenario[i];
-      rep = run_isolated(s, o, o.backend.path.empty() ? "" : backend_sha256.at(o.backend.path),
-                         deadline, style);
-    } else {
-      spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name, device->name(),
-                   s.workload.epochs, s.workload.num_requests);
-      rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline), style);
-    }
+  try {
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      Scenario& s = scenarios[i].scenario;
+      if (deadline.passed())  // before building the next engine, which can take a while itself
+        throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
+                                           "scenario(s) done",
+                                           deadline.seconds, s.name, i, scenarios.size()));
+      ScenarioReport rep;
+      if (isolated) {
+        const BackendOptions& b = backends[i];
+        rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path), deadline,
+                           style);
+      } else {
+        spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
+                     device->name(), s.workload.epochs, s.workload.num_requests);
+        rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline), style);
+      }
+      // What ran is no longer needed: a long run holds one scenario's result at a time.
+      s = Scenario{};
 
-    const fs::path& file = files[i];
-    if (!written.insert(file.string()).second)
-      spdlog::warn("{}: another scenario in this run has the same name; {} is overwritten "
-                   "(give the scenarios distinct \"name\"s)",
-                   scenarios[i].path, file.string());
-    atomic_write(file, dump_result(rep.doc));
-    spdlog::debug("wrote {}", file.string());
+      atomic_write(files[i], dump_result(rep.doc));
+      spdlog::debug("wrote {}", files[i].string());
 
-    if (opts.json) {
-      documents.push_back(rep.doc);
-    } else {
-      if (i > 0) std::cout << '\n';
-      std::cout << rep.table;
+      if (opts.json) {
+        json.add(rep.doc);
+      } else {
+        if (i > 0) std::cout << '\n';
+        std::cout << rep.table;
+      }
+      if (rep.error) {
+        // A crash is a regression of the backend, whatever the scenario expects (bisect: bad).
+        spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
+        spdlog::error("  the backend failed: a regression of the backend (exit 1){}",
+                      rep.doc["error"]["kind"] == "crash"
+                          ? "; --backend-sync pins an asynchronous fault on the op that caused it"
+                          : "");
+        status = worse_status(status, kExitMismatch);
+      } else if (!rep.meets_expectation) {
+        warn_mismatch(rep.name, rep.expected, rep.doc.value("coverage_gaps", nlohmann::json()));
+        status = worse_status(status, kExitMismatch);
+      }
     }
-    if (rep.error) {
-      // A crash is a regression of the backend, whatever the scenario expects (git bisect: bad).
-      spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
-      spdlog::error("  the backend failed: a regression of the backend (exit 1){}",
-                    rep.doc["error"]["kind"] == "crash"
-                        ? "; --backend-sync pins an asynchronous fault on the op that caused it"
-                        : "");
-      status = kExitMismatch;
-    } else if (!rep.meets_expectation) {
-      warn_mismatch(rep.name, rep.expected, rep.doc.value("coverage_gaps", nlohmann::json()));
-      status = kExitMismatch;
-    }
+  } catch (...) {
+    const int failure = status_of_run_failure();
+    if (status == kExitMismatch && failure == kExitCannotRun)
+      spdlog::error("the run stopped early, after a scenario that did not meet its expectation: "
+                    "exit 1 (a mismatch outranks a run that could not finish)");
+    status = worse_status(status, failure);
   }
-  if (opts.json)
-    std::cout << dump_result(documents.size() == 1 ? documents[0] : documents);
+  json.close();
   std::cout.flush();
   return status;
 }
@@ -560,15 +632,9 @@ int run_scenarios(const RunOptions& opts) {
   if (!prepare(opts, scenarios)) return kExitBadInput;
   try {
     return run_all(opts, scenarios, deadline);
-  } catch (const WorkerCannotRun&) {
-    // The worker said why.
-  } catch (const std::logic_error& e) {
-    spdlog::error("{}", internal_error_message(e.what()));
-    return kExitInternalError;
-  } catch (...) {
-    log_run_failure();
+  } catch (...) {  // before any scenario ran: the result folder, the device, the memory
+    return status_of_run_failure();
   }
-  return kExitCannotRun;
 }
 
 }  // namespace kv::cli

@@ -80,6 +80,7 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
   ConformReport rep;
   rep.backend_name = backend.name ? backend.name : "";
   rep.backend_version = backend.version ? backend.version : "";
+  rep.seed = options.seed;
   rep.attention_tolerance = options.attention_tolerance;
   const Target target{backend, options, device, dl};
   std::string device_failed;  // the op in which the device failed: nothing runs after it
@@ -87,7 +88,9 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
     if (!implements(backend, e.op)) continue;
     OpReport r;
     r.op = e.name;
-    if (!device_failed.empty()) {
+    if (auto before = options.failed_before.find(e.op); before != options.failed_before.end()) {
+      Tally(&r).add("during its cases", before->second, kInf);
+    } else if (!device_failed.empty()) {
       r.covered = false;
       r.note = "not run: the device failed in " + device_failed;
     } else if (e.check == nullptr) {
@@ -95,6 +98,7 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
       r.note = "not covered by conform yet";
     } else {
       try {
+        CallMark mark(options.record, e.name);
         e.check(target, &r);
       } catch (const DeviceError& err) {
         Tally(&r).add("case " + std::to_string(r.cases + 1),
@@ -110,7 +114,8 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
 
 void print_conform(std::ostream& os, const ConformReport& r) {
   os << "backend: " << r.backend_name << " " << r.backend_version
-     << "   attention tolerance: " << fmt_err(r.attention_tolerance) << " (relative L2)\n\n";
+     << "   seed: " << r.seed << "   attention tolerance: " << fmt_err(r.attention_tolerance)
+     << " (relative L2)\n\n";
   os << "  " << pad("op", 18) << lpad("cases", 6) << lpad("passed", 8) << lpad("worst err", 11)
      << "  first failing case\n";
   for (const OpReport& o : r.ops) {
@@ -142,10 +147,38 @@ std::string conform_json(const ConformReport& r) {
                                                              : nlohmann::json(o.first_failure)},
                    {"note", o.note}});
   return nlohmann::json{{"schema", "kvcheck.conform/1"}, {"backend", r.backend_name},
-                        {"backend_version", r.backend_version},
+                        {"backend_version", r.backend_version}, {"seed", r.seed},
                         {"attention_tolerance", r.attention_tolerance},
                         {"passed", r.all_passed()}, {"ops", ops}}
       .dump(2);
+}
+
+namespace {
+// worst_error as conform_json writes it: a number, or "inf" / "nan" as text.
+double error_from_json(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  const std::string t = v.get<std::string>();
+  return t == "inf" ? kInf : t == "-inf" ? -kInf : std::numeric_limits<double>::quiet_NaN();
+}
+}  // namespace
+
+ConformReport conform_report_from_json(const nlohmann::json& doc) {
+  ConformReport r;
+  r.backend_name = doc.at("backend").get<std::string>();
+  r.backend_version = doc.at("backend_version").get<std::string>();
+  r.seed = doc.at("seed").get<uint64_t>();
+  r.attention_tolerance = doc.at("attention_tolerance").get<double>();
+  for (const auto& o : doc.at("ops"))
+    r.ops.push_back({.op = o.at("op").get<std::string>(),
+                     .covered = o.at("covered").get<bool>(),
+                     .cases = o.at("cases").get<int>(),
+                     .passed = o.at("passed").get<int>(),
+                     .worst_error = error_from_json(o.at("worst_error")),
+                     .first_failure = o.at("first_failure").is_null()
+                                          ? std::string()
+                                          : o.at("first_failure").get<std::string>(),
+                     .note = o.at("note").get<std::string>()});
+  return r;
 }
 
 }  // namespace kv::conform

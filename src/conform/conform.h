@@ -14,10 +14,14 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "kvcheck/backend.h"
+#include "plugin/progress_record.h"
 
 namespace kv {
 class Device;
@@ -35,6 +39,11 @@ struct ConformOptions {
   // lengths. 1e-5 leaves a wide margin, while a dropped or doubled token (1/seq_len of the
   // weight) is far above it. A backend that computes P.V in bf16 needs --tolerance (~1e-2).
   double attention_tolerance = 1e-5;
+  // Where each op's check marks itself (its op name) while it runs, so that the parent of a
+  // worker that dies or hangs in it knows which op did (plugin/progress_record.h); none: unmarked.
+  ProgressRecord* record = nullptr;
+  // Ops a previous worker died or hung in: not run again, reported as failing with this text.
+  std::map<kvcheck_op, std::string> failed_before;
 };
 
 // One op's outcome. An op conform does not cover yet has covered = false and counts as passing.
@@ -51,6 +60,7 @@ struct OpReport {
 
 struct ConformReport {
   std::string backend_name, backend_version;
+  uint64_t seed = 0;  // of the random inputs: the same seed reproduces every case
   double attention_tolerance = 0.0;
   std::vector<OpReport> ops;  // the ops the backend implements, in ABI order
   bool all_passed() const;
@@ -67,5 +77,8 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
 // The aligned table: op | cases | passed | worst error | first failing case.
 void print_conform(std::ostream& os, const ConformReport& r);
 std::string conform_json(const ConformReport& r);  // "kvcheck.conform/1"
+// conform_json's document read back (a worker sends its report this way); throws
+// nlohmann::json::exception when it is not one.
+ConformReport conform_report_from_json(const nlohmann::json& doc);
 
 }  // namespace kv::conform

@@ -128,16 +128,17 @@ TEST_F(BackendCommand, AScenarioNamesItsBackendAndTheCommandLineWins) {
   std::string with = kTinyScenario;
   with.insert(with.rfind('}'), ", \"backend\": {\"library\": \"" + rel +
                                    "\", \"builtin_ops\": [\"merge_states\"]}");
+  with.replace(with.find("\"tiny\""), 6, "\"tiny-named\"");  // one result file each
   write("sub/named.json", with);
   write("tiny.json", kTinyScenario);
 
   CliRun r = kvcheck("run sub/named.json tiny.json --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json named = json::parse(read_file(dir_ / "out/tiny.json"));  // both are named "tiny"
+  const json named = json::parse(read_file(dir_ / "out/tiny.json"));  // the one without
   EXPECT_TRUE(contains(r.out, "backend: builtin-host")) << r.out;
   CliRun one = kvcheck("run sub/named.json --out one");
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const json b = json::parse(read_file(dir_ / "one/tiny.json"))["backend"];
+  const json b = json::parse(read_file(dir_ / "one/tiny-named.json"))["backend"];
   EXPECT_EQ(b["name"], "builtin-host");
   for (const auto& op : b["ops"]) {
     if (op["op"] == "merge_states") {

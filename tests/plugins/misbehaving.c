@@ -11,6 +11,8 @@
  *   KIND_EXIT0       calls exit(0), as library code does
  *   KIND_ABORT       calls abort() (SIGABRT)
  *   KIND_HANG        never returns
+ * and one whose library constructor calls exit(0) when it is loaded (dlopen), before kvcheck
+ * reaches its init: KIND_CTOR_EXIT0 (otherwise the table of KIND_CRASH's siblings, unused).
  * Plain C11: what a backend author writes. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -20,6 +22,10 @@
 #include <unistd.h>
 
 #include "kvcheck/backend.h"
+
+#if defined(KIND_CTOR_EXIT0)
+__attribute__((constructor)) static void exit_when_loaded(void) { exit(0); }
+#endif
 
 #if defined(KIND_REFUSES)
 

@@ -1,0 +1,42 @@
+// option_checks.cpp — the shared validators of option_checks.h.
+#include "cli/option_checks.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace kv::cli {
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& v) { return v.empty() ? std::string("expected a path, got ''") : ""; },
+      "PATH", "non-empty path");
+}
+
+CLI::Validator uint64_text() {
+  return CLI::Validator(
+      [](std::string& s) {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+          return "expected an integer from 0 to 18446744073709551615, got " + s;
+        return std::string();
+      },
+      "", "UINT64");
+}
+
+CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& s) {
+        double v = 0.0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) ||
+            !(v > 0.0))
+          return "expected a finite number above 0 (e.g. 1e-5), got " + s;
+        return std::string();
+      },
+      "", "positive finite number");
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,108 @@
+// plugin_worker.cpp — the worker's side (device, load, work, one JSON message) and the parent's
+// reading of how it ended.
+#include "cli/plugin_worker.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/device_factory.h"
+#include "device/device.h"
+#include "plugin/backend_library.h"
+
+namespace kv::cli {
+namespace {
+
+// In the worker: everything, caught; the message the parent reads.
+std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
+                           ProgressRecord& record) {
+  nlohmann::json msg;
+  try {
+    std::unique_ptr<Device> device = make_device(spec.device_kind);
+    std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
+    std::unique_ptr<BackendLibrary> lib;
+    {
+      CallMark load(&record, KVCHECK_BACKEND_INIT_SYMBOL);
+      lib = std::make_unique<BackendLibrary>(spec.path, device->dl_device_type(),
+                                             device->dl_device_id(), spec.options);
+    }
+    nlohmann::json payload = work(*lib, *device, record);
+    {
+      CallMark destroy(&record, "destroy");  // the plugin's own teardown may fail too
+      lib.reset();
+    }
+    msg = {{"outcome", "done"}, {"payload", std::move(payload)}};
+  } catch (const BackendLoadError& e) {
+    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+  } catch (const std::invalid_argument& e) {  // the plugin cannot be used for this work
+    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+  } catch (const std::logic_error& e) {
+    msg = {{"outcome", "internal_error"}, {"message", e.what()}};
+  } catch (const std::bad_alloc&) {
+    msg = {{"outcome", "cannot_run"}, {"message", "out of host memory (std::bad_alloc)"}};
+  } catch (const std::exception& e) {  // DeviceUnavailable, DeviceError, ...
+    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+  }
+  return msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string worker_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout) {
+  switch (out.kind) {
+    case WorkerOutcome::Kind::crashed: return "crashed (" + signal_name(out.signal) + ")";
+    case WorkerOutcome::Kind::exited:
+      return fmt::format("exited the process (exit code {})", out.exit_code);
+    case WorkerOutcome::Kind::hung:
+      return fmt::format("did not return within {} s (killed; --backend-timeout)",
+                         timeout.count());
+    case WorkerOutcome::Kind::stopped: return "was stopped at the deadline";
+    case WorkerOutcome::Kind::finished: break;
+  }
+  return "finished";
+}
+
+std::string load_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout) {
+  return "loading it " + worker_failure_text(out, timeout) +
+         " (dlopen runs the library's constructors, then " KVCHECK_BACKEND_INIT_SYMBOL
+         "): it cannot be loaded";
+}
+
+PluginWorkerResult run_plugin_in_worker(const PluginWorkerSpec& spec, const PluginWork& work) {
+  SharedProgress shared;
+  ProgressRecord& record = shared.record();
+  const WorkerOutcome out = run_in_worker(
+      [&] { return work_in_worker(spec, work, record); }, record, spec.timeout);
+  PluginWorkerResult r;
+  if (out.kind == WorkerOutcome::Kind::finished) {
+    const nlohmann::json msg = nlohmann::json::parse(out.message);
+    const std::string outcome = msg.at("outcome").get<std::string>();
+    if (outcome == "done") {
+      r.payload = msg.at("payload");
+      return r;
+    }
+    r.kind = outcome == "internal_error" ? PluginWorkerResult::Kind::internal_error
+                                         : PluginWorkerResult::Kind::cannot_run;
+    r.message = msg.at("message").get<std::string>();
+    return r;
+  }
+  const std::string op = record.in_call() ? record.op_name() : "";
+  if (op == KVCHECK_BACKEND_INIT_SYMBOL) {
+    r.kind = PluginWorkerResult::Kind::cannot_run;
+    r.message = "backend " + spec.path + ": " + load_failure_text(out, spec.timeout);
+  } else if (!op.empty()) {
+    r.kind = PluginWorkerResult::Kind::op_failed;
+    r.op = op;
+    r.message = worker_failure_text(out, spec.timeout);
+  } else {
+    r.kind = PluginWorkerResult::Kind::worker_failed;
+    r.message = "the worker, outside any backend op, " + worker_failure_text(out, spec.timeout);
+  }
+  return r;
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,68 @@
+// plugin_worker.h — a backend plugin loaded and used only inside a worker process, for the
+// entry points that touch plugin code outside `run` (`conform`, `list --backend`); `run` has its
+// own worker loop (run_scenarios.cpp) and shares the wording of failures from here.
+//
+// The worker makes the device (the parent never initialises CUDA before it forks), loads the
+// plugin (dlopen runs its constructors, then kvcheck_backend_init) and runs the work; what the
+// work returns (JSON) comes back through the pipe. The parent process never calls plugin code.
+// A plugin that crashes, exits (any status) or hangs past the timeout ends only its worker:
+//   - while loading: the plugin cannot be loaded (cannot run, exit 3), like an init that refuses;
+//   - in an op the work marked on the progress record: that op's failure (a verdict);
+//   - elsewhere: the worker's failure, reported as such.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plugin/progress_record.h"
+#include "plugin/worker.h"
+
+namespace kv {
+class BackendLibrary;
+class Device;
+}  // namespace kv
+
+namespace kv::cli {
+
+struct PluginWorkerSpec {
+  std::string path;         // the plugin
+  std::string options;      // handed to its init (--backend-option)
+  std::string device_kind;  // host | cuda | auto, resolved in the worker
+  std::chrono::seconds timeout{300};  // --backend-timeout: a marked call running longer hangs
+};
+
+// The work done with the loaded plugin: `record` is where it marks the ops it runs (CallMark),
+// so that a death in one names it. Throws std::invalid_argument when the plugin cannot be used
+// for this work (cannot run), std::logic_error for an invariant of kvcheck's own.
+using PluginWork =
+    std::function<nlohmann::json(const BackendLibrary&, Device&, ProgressRecord& record)>;
+
+struct PluginWorkerResult {
+  enum class Kind {
+    done,            // payload is what the work returned
+    cannot_run,      // message: why (no device, the plugin does not load, crashed loading ...)
+    op_failed,       // op: the marked op the worker died or hung in; message: how
+    worker_failed,   // the worker died outside any marked op; message: how
+    internal_error,  // message: kvcheck's own invariant that broke
+  };
+  Kind kind = Kind::done;
+  nlohmann::json payload;
+  std::string op;
+  std::string message;
+};
+
+// Runs `work` on the plugin in a worker process and waits for it. Throws std::runtime_error when
+// no worker can be started (fork, pipe).
+PluginWorkerResult run_plugin_in_worker(const PluginWorkerSpec& spec, const PluginWork& work);
+
+// How a worker that did not finish ended: "crashed (SIGSEGV)", "exited the process (exit code
+// 0)", "did not return within 300 s (killed)".
+std::string worker_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout);
+
+// The same, for a worker that ended while loading the plugin, saying what loading runs.
+std::string load_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout);
+
+}  // namespace kv::cli

@@ -1,0 +1,94 @@
+// run_status_order_test.cpp — one order decides a multi-scenario run's status (exit_codes.h
+// worse_status): interrupted > internal error (4) > mismatch (1) > cannot run (3) > ok (0). A
+// scenario found bad is never hidden by a later one that could not run (git bisect would skip a
+// commit kvcheck found bad). And two scenarios whose results would be the same file are refused
+// before anything runs (exit 2, naming both).
+#include <nlohmann/json.hpp>
+
+#include "cli/exit_codes.h"
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+using kv::cli::worse_status;
+
+// Clean output where "corrupt" is expected: a mismatch, in well under a second.
+const char* kMismatch = R"({
+  "format": 1, "name": "mismatch", "seed": 3, "model": {"layers": 1}, "expect": "corrupt",
+  "workload": {"requests": 2, "prompt_len": [4, 8], "new_tokens": [2, 4], "epochs": 1}
+})";
+
+// One 6,144-token prefill step: about a minute on the host, far past a 2-second deadline.
+const char* kLong = R"({
+  "format": 1, "name": "long-op",
+  "model": {"layers": 1, "num_q_heads": 8, "num_kv_heads": 8, "head_dim": 64},
+  "cache": {"num_blocks": 400, "block_size": 16},
+  "engine": {"max_tokens_per_step": 6144},
+  "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
+})";
+
+TEST(WorseStatus, TheStatedOrder) {
+  EXPECT_EQ(worse_status(0, 3), 3);
+  EXPECT_EQ(worse_status(1, 3), 1);  // the point: a mismatch is not hidden by a cannot-run
+  EXPECT_EQ(worse_status(3, 1), 1);
+  EXPECT_EQ(worse_status(1, 4), 4);
+  EXPECT_EQ(worse_status(4, 1), 4);
+  EXPECT_EQ(worse_status(4, 130), 130);
+  EXPECT_EQ(worse_status(143, 1), 143);
+  EXPECT_EQ(worse_status(129, 0), 129);
+  EXPECT_EQ(worse_status(0, 0), 0);
+  EXPECT_EQ(worse_status(125, 1), 1);
+}
+
+class RunStatusOrder : public CliTest {};
+
+TEST_F(RunStatusOrder, AMismatchIsNotHiddenByALaterDeadline) {
+  write("a.json", kMismatch);
+  write("b.json", kLong);
+  for (const std::string bisect : {"", " --bisect"}) {
+    fs::remove_all(dir_ / "out");
+    const CliRun r = kvcheck("run a.json b.json --out out --max-seconds 2" + bisect);
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // was 3 (125 under --bisect: skip a bad commit)
+    EXPECT_TRUE(contains(r.err, "--max-seconds 2 reached while running long-op")) << r.err;
+    EXPECT_TRUE(contains(r.err, "a mismatch outranks a run that could not finish")) << r.err;
+    EXPECT_EQ(files_under("out"), std::vector<std::string>{"mismatch.json"});
+  }
+}
+
+TEST_F(RunStatusOrder, JsonStaysOneDocumentWhenTheRunStopsEarly) {
+  write("a.json", kMismatch);
+  write("b.json", kLong);
+  const CliRun r = kvcheck("run a.json b.json --out out --max-seconds 2 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json docs = nlohmann::json::parse(r.out);  // throws if it is not JSON
+  ASSERT_TRUE(docs.is_array());
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["scenario"], "mismatch");
+}
+
+TEST_F(RunStatusOrder, ACannotRunAloneIsStill3) {
+  write("b.json", kLong);
+  const CliRun r = kvcheck("run b.json --out out --max-seconds 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST_F(RunStatusOrder, TwoScenariosWritingOneResultFileAreRefused) {
+  write("a.json", kTinyScenario);
+  write("b.json", kTinyScenario);  // the same "name": tiny
+  const CliRun r = kvcheck("run a.json b.json --out out");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "a.json (scenario \"tiny\") and b.json (scenario \"tiny\") would "
+                              "both write result file tiny.json"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out")) << "refused before anything ran";
+  // Names that differ but map to one file name ("a b" and "a_b" are both a_b.json).
+  write("c.json", R"({"format": 1, "name": "a b", "model": {"layers": 1}})");
+  write("d.json", R"({"format": 1, "name": "a_b", "model": {"layers": 1}})");
+  const CliRun mapped = kvcheck("run c.json d.json --out out");
+  EXPECT_EQ(mapped.exit_code, 2) << mapped.err;
+  EXPECT_TRUE(contains(mapped.err, "would both write result file a_b.json")) << mapped.err;
+}
+
+}  // namespace
+}  // namespace kv::test
