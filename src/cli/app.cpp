@@ -1,6 +1,6 @@
 // app.cpp — builds the CLI11 app from the subcommands (cmd_*.cpp), maps parse errors and stray
-// exceptions onto kvcheck's exit codes (exit_codes.h), checks that stdout took what was written,
-// and dispatches.
+// exceptions onto kvcheck's exit codes (exit_codes.h), checks that stdout took what was written
+// (as far as the command that ran needs it to), and dispatches.
 #include "cli/app.h"
 
 #include <cstring>
@@ -22,7 +22,16 @@
 
 namespace kv::cli {
 
-static int dispatch(int argc, char** argv) {
+// Whether `sub` prints something a reader may stop reading early: a listing (`kvcheck list |
+// head`), where a stdout pipe closed by its reader is no error. What `run`, `validate` and
+// `conform` print is a verdict: losing it is.
+static bool readers_may_stop_early(const CLI::App& sub) {
+  return sub.get_name() == "list" || sub.get_name() == "schema";
+}
+
+// Runs the command line; `closed_pipe_is_quiet` says whether the stdout the command printed may
+// be lost to a reader that went away.
+static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
   CLI::App app{"kvcheck — regression harness for the attention / KV-cache layer of LLM "
                "inference engines",
                "kvcheck"};
@@ -41,13 +50,19 @@ static int dispatch(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version arrive here as "errors" with status 0; everything else is usage.
-    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+    // --help and --version arrive here as "errors" with status 0 (help is a listing too);
+    // everything else is usage.
+    const bool help = app.exit(e) == 0;
+    closed_pipe_is_quiet = help;
+    return help ? kExitOk : kExitBadInput;
   }
 
   setup_logging(quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal);
-  for (const Command& c : commands)
-    if (c.app->parsed()) return c.action();
+  for (const Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    closed_pipe_is_quiet = readers_may_stop_early(*c.app);
+    return c.action();
+  }
   return kExitBadInput;  // unreachable: require_subcommand(1)
 }
 
@@ -86,17 +101,20 @@ static bool bisect_requested(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   occupy_closed_std_fds();
+  ignore_sigpipe();
   install_interrupt_handlers();
   int status = kExitOk;
+  bool closed_pipe_is_quiet = false;
   try {
-    status = dispatch(argc, argv);
+    status = dispatch(argc, argv, closed_pipe_is_quiet);
   } catch (...) {
     status = status_of_stray_exception();
   }
-  // Output that did not reach stdout (a full disk, a closed descriptor) is never a success.
-  if (auto error = flush_stdout(); error && (status == kExitOk || status == kExitMismatch)) {
-    std::cerr << "kvcheck: error: " << *error << '\n';
-    status = kExitCannotRun;
+  // Output that did not reach stdout (a full disk, a closed descriptor, a reader gone) is never
+  // a success. It is "cannot run" in the run's stated order: a mismatch found (1) stays 1.
+  if (auto loss = flush_stdout(); loss && !(loss->reader_gone && closed_pipe_is_quiet)) {
+    std::cerr << "kvcheck: error: " << loss->message << '\n';
+    status = worse_status(status, kExitCannotRun);
   }
   return bisect_requested(argc, argv) ? bisect_status(status) : status;
 }

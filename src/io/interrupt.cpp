@@ -1,4 +1,4 @@
-// interrupt.cpp — the SIGINT/SIGTERM handler and what it cleans up.
+// interrupt.cpp — the SIGINT/SIGTERM/SIGHUP handler and what it cleans up.
 #include "io/interrupt.h"
 
 #include <limits.h>
@@ -23,30 +23,45 @@ void write_stderr(const char* text) {
 extern "C" void on_interrupt(int sig) {
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), SIGKILL);
   if (g_have_temp) ::unlink(g_temp_path);
-  write_stderr(sig == SIGINT ? "\nkvcheck: interrupted (SIGINT)\n"
-                             : "\nkvcheck: interrupted (SIGTERM)\n");
+  switch (sig) {
+    case SIGINT: write_stderr("\nkvcheck: interrupted (SIGINT)\n"); break;
+    case SIGHUP: write_stderr("\nkvcheck: interrupted (SIGHUP)\n"); break;
+    default: write_stderr("\nkvcheck: interrupted (SIGTERM)\n"); break;
+  }
   ::_exit(128 + sig);
 }
 
-void set_handler(void (*handler)(int)) {
+constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
+
+// The interrupts kvcheck was started with ignored: `nohup` ignores SIGHUP, a shell running a
+// command in the background ignores SIGINT. Those stay ignored, in kvcheck and its workers.
+sigset_t g_started_ignored;
+
+void set_handler(int sig, void (*handler)(int)) {
   struct sigaction sa {};
-  sa.sa_handler = handler;
+  sa.sa_handler = sigismember(&g_started_ignored, sig) ? SIG_IGN : handler;
   sigemptyset(&sa.sa_mask);
-  // Block the other one while the handler runs: one cleanup, one message.
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  // Block the others while the handler runs: one cleanup, one message.
+  for (const int other : kInterrupts) sigaddset(&sa.sa_mask, other);
+  ::sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace
 
-void install_interrupt_handlers() { set_handler(on_interrupt); }
+void install_interrupt_handlers() {
+  sigemptyset(&g_started_ignored);
+  for (const int sig : kInterrupts) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN)
+      sigaddset(&g_started_ignored, sig);
+  }
+  for (const int sig : kInterrupts) set_handler(sig, on_interrupt);
+}
 
 void reset_interrupt_handlers() {
   g_have_temp = 0;
   g_child = 0;
-  set_handler(SIG_DFL);
+  for (const int sig : kInterrupts) set_handler(sig, SIG_DFL);
 }
 
 void set_pending_temp_file(const char* path) {

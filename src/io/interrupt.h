@@ -1,6 +1,10 @@
-// interrupt.h — SIGINT and SIGTERM end kvcheck cleanly: the temporary result file being written
-// (if any) is removed, a worker process (if any) is killed, "kvcheck: interrupted" goes to
-// stderr, and the process exits 130 (SIGINT) or 143 (SIGTERM). Nothing half-written is left.
+// interrupt.h — SIGINT, SIGTERM and SIGHUP (the terminal or the ssh session went away) end
+// kvcheck cleanly: the temporary result file being written (if any) is removed, a worker process
+// (if any) is killed, "kvcheck: interrupted (SIGHUP)" (or SIGINT, SIGTERM) goes to stderr, and
+// the process exits 128 + the signal: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP). Nothing
+// half-written is left. A SIGKILL runs no handler: a worker then dies by its own death signal
+// (plugin/worker.h), and a temporary file, if one was being written, stays. An interrupt kvcheck
+// was started with ignored (`nohup` ignores SIGHUP) stays ignored.
 //
 // The handler does only async-signal-safe things (unlink, kill, write, _exit), on what was
 // registered here beforehand in static storage.
@@ -10,11 +14,11 @@
 
 namespace kv {
 
-// Installs the handlers (once, at start-up).
+// Installs the handlers (once, at start-up), on each interrupt that is not ignored already.
 void install_interrupt_handlers();
 
-// A forked worker calls this first: it dies by the signal, as any process would, and its parent
-// (whose handler runs too) says what happened.
+// A forked worker calls this first: it dies by SIGINT, SIGTERM or SIGHUP (those not ignored at
+// start-up), as any process would, and its parent (whose handler runs too) says what happened.
 void reset_interrupt_handlers();
 
 // The temporary file being written, removed on an interrupt; clear it once it has been renamed

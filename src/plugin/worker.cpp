@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ namespace {
 
 constexpr int kPollMs = 50;           // how often the parent looks at the record
 constexpr int kWorkThrewExitCode = 70;  // EX_SOFTWARE
+constexpr int kOrphanExitCode = 71;     // the parent died before the worker began: nobody waits
 
 bool write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -118,6 +120,7 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
@@ -126,7 +129,12 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
     throw std::runtime_error(std::string("cannot start a worker (fork): ") + std::strerror(err));
   }
   if (pid == 0) {
-    reset_interrupt_handlers();  // the worker dies by SIGINT/SIGTERM; its parent cleans up
+    // Die with the parent: a parent killed by SIGKILL runs no handler to kill the worker, and a
+    // worker stuck in a hanging backend call would run on under init forever. A parent that died
+    // before prctl sends no death signal: then the worker's parent is no longer `parent`.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kOrphanExitCode);
+    reset_interrupt_handlers();  // the worker dies by SIGINT/SIGTERM/SIGHUP; its parent cleans up
     ::close(fds[0]);
     worker_main(fds[1], work);
   }

@@ -9,6 +9,12 @@
 // kills the worker: a hang). The parent must not have initialised CUDA before the fork; the
 // work makes its own device.
 //
+// A worker dies with its parent (PR_SET_PDEATHSIG, SIGKILL), also when the parent is SIGKILLed
+// and no handler of kvcheck's runs. The kernel sends that signal when the *thread* that forked
+// exits, not the process: call run_in_worker from the main thread, or from a thread that
+// outlives the worker. SIGPIPE is ignored in kvcheck (io/std_streams.h) and so in the worker: a
+// worker whose parent is gone anyway fails its write to the pipe (EPIPE) and ends.
+//
 // With a deadline (--max-seconds) the worker stops itself at it (the harness polls it between
 // steps, reference positions and rows of its own host ops); a backend call does not poll, so a
 // worker still running kStopGrace after the deadline is killed: stopped.
@@ -53,7 +59,7 @@ inline constexpr std::chrono::milliseconds kStopGrace{1000};
 // longer than `call_timeout` is a hang: the worker is killed (SIGKILL). So is a worker still
 // running kStopGrace past `deadline`: stopped. `work` runs in the child only; an exception
 // escaping it ends the worker with exit code 70. Throws std::runtime_error when the worker cannot
-// be started (fork, pipe).
+// be started (fork, pipe). Call it from the main thread (see above): `kvcheck run` does.
 WorkerOutcome run_in_worker(
     const std::function<std::string()>& work, const ProgressRecord& record,
     std::chrono::seconds call_timeout,
