@@ -87,14 +87,14 @@ static int status_of_stray_exception() {
   }
 }
 
-// `run --bisect` anywhere on the command line: known before the parse, so that a usage error
-// (an option this commit does not have) is mapped too.
+// `run --bisect` or `conform --bisect` anywhere on the command line: known before the parse, so
+// that a usage error (an option this commit does not have) is mapped too.
 static bool bisect_requested(int argc, char** argv) {
-  bool run = false;
+  bool takes_it = false;  // `run` and `conform` have --bisect
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) break;
-    if (std::strcmp(argv[i], "run") == 0) run = true;
-    if (run && std::strcmp(argv[i], "--bisect") == 0) return true;
+    if (std::strcmp(argv[i], "run") == 0 || std::strcmp(argv[i], "conform") == 0) takes_it = true;
+    if (takes_it && std::strcmp(argv[i], "--bisect") == 0) return true;
   }
   return false;
 }

@@ -88,7 +88,7 @@ Command add_conform_command(CLI::App& parent) {
   auto req = std::make_shared<ConformRequest>();
   req->plugin.device_kind = "host";
   auto json = std::make_shared<bool>(false);
-  auto bisect = std::make_shared<bool>(false);
+  auto bisect = std::make_shared<bool>(false);  // read by app.cpp (bisect_requested)
   auto timeout = std::make_shared<int32_t>(300);
   app->add_option("--backend", req->plugin.path, "The backend plugin (a shared library)")
       ->required()
@@ -116,7 +116,7 @@ Command add_conform_command(CLI::App& parent) {
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.conform/1)");
   app->add_flag("--bisect", *bisect,
                 "Exit codes for git bisect run: 125 (skip) instead of 3, 1 (bad) instead of 4");
-  auto action = [req, json, bisect, timeout]() {
+  auto action = [req, json, timeout]() {
     req->plugin.timeout = std::chrono::seconds(*timeout);
     conform::ConformReport report;
     int status = kExitCannotRun;
@@ -137,7 +137,7 @@ Command add_conform_command(CLI::App& parent) {
                      "is the one (kvcheck run S.json --backend {} --backend-op OP=builtin)",
                      req->plugin.path);
     }
-    return *bisect ? bisect_status(status) : status;
+    return status;  // mapped for --bisect in app.cpp, like a usage error
   };
   return {app, action};
 }
