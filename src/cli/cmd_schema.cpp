@@ -1,12 +1,12 @@
 // cmd_schema.cpp — `kvcheck schema KIND`: print the JSON Schema of one of kvcheck's formats, or
-// with --markdown README's table of its fields. Both are generated from the code (for scenarios,
+// with --markdown the docs' table of its fields. Both are generated from the code (for scenarios,
 // the parser's field table), so the committed copies are regenerated with this command:
 //
 //   kvcheck schema scenario > scenarios/schema/scenario.schema.json
 //   kvcheck schema result > scenarios/schema/result.schema.json
 //
-// `kvcheck schema exit-codes` prints the exit-code table (exit_codes.h) as JSON, or README's
-// "Exit codes" table with --markdown.
+// `kvcheck schema exit-codes` prints the exit-code table (exit_codes.h) as JSON, or the
+// "Exit codes" table of docs/reliability.md with --markdown.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -30,7 +30,7 @@ struct SchemaKind {
   const char* name;
   const char* help;
   std::string (*json)();      // the JSON Schema, exactly as committed
-  std::string (*markdown)();  // README's table of the fields; nullptr when there is none
+  std::string (*markdown)();  // the docs' table of the fields; nullptr when there is none
 };
 
 std::string exit_codes_json() {
@@ -51,7 +51,8 @@ const SchemaKind kKinds[] = {
      scenario_fields_markdown},
     {"result", "Result documents of `kvcheck run` (scenarios/schema/result.schema.json)",
      result_schema_text, nullptr},
-    {"exit-codes", "kvcheck's exit statuses (README's \"Exit codes\" table with --markdown)",
+    {"exit-codes",
+     "kvcheck's exit statuses (docs/reliability.md's \"Exit codes\" table with --markdown)",
      exit_codes_json, exit_codes_markdown},
 };
 
@@ -67,7 +68,7 @@ Command add_schema_command(CLI::App& parent) {
     CLI::App* sub = app->add_subcommand(k.name, k.help);
     if (k.markdown)
       sub->add_flag("--markdown", *markdown,
-                    "Print README's table (Markdown) instead of the JSON");
+                    "Print the docs' table (Markdown) instead of the JSON");
     kinds.emplace_back(sub, &k);
   }
 

@@ -1,6 +1,6 @@
 // exit_codes.h — what kvcheck's exit status means: the one table, rendered into `--help`
-// (exit_codes_help) and README's "Exit codes" section (exit_codes_markdown; a test keeps README
-// in step).
+// (exit_codes_help) and docs/reliability.md's "Exit codes" section (exit_codes_markdown; a test
+// keeps it in step).
 //
 // The codes are chosen for `git bisect run`: 0 good, 1 bad, 125 "cannot test this commit".
 // Under --bisect, bisect_status() maps the rest onto those three.
@@ -35,7 +35,7 @@ std::span<const ExitCodeRow> exit_code_table();
 // The `--help` footer: "Exit codes:" and one aligned, wrapped entry per row.
 std::string exit_codes_help();
 
-// README's table (Markdown, ending in a newline).
+// docs/reliability.md's table (Markdown, ending in a newline).
 std::string exit_codes_markdown();
 
 // One run's status from two of its parts (scenarios, or a run and its stdout): the more severe,
@@ -44,7 +44,7 @@ std::string exit_codes_markdown();
 // nothing else; when it does, it ranks with cannot-run. 125 (a mapped status) ranks as 3.
 int worse_status(int a, int b);
 
-// README's sentence stating that order (exit_codes_markdown appends it).
+// The docs' sentence stating that order (exit_codes_markdown appends it).
 const char* exit_order_text();
 
 // The status `run --bisect` exits with for `code`: 2 and 3 become 125 (this commit cannot test

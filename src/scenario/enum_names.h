@@ -1,6 +1,6 @@
 // enum_names.h — the one table of spellings for every enum a scenario can name.
 //
-// The parser reads these spellings, to_string() writes them, the generated JSON Schema and README
+// The parser reads these spellings, to_string() writes them, the generated JSON Schema and docs'
 // table list them and the CLI's validators (cli/name_option.h) accept them, so a spelling is
 // defined in exactly one place.
 #pragma once

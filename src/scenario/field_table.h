@@ -2,7 +2,7 @@
 // range, default and a one-line doc.
 //
 // fields.cpp builds each entry and the reader of that key from the same builder call, so the
-// table says what the parser does. Generated from it: the JSON Schema (schema_json.h), README's
+// table says what the parser does. Generated from it: the JSON Schema (schema_json.h), the docs'
 // field table (schema_markdown.h) and the limits of command-line options that replace a field.
 #pragma once
 
@@ -42,7 +42,7 @@ struct ValueForm {
   bool unique_items = false;
 
   Json constant;     // constant: the one value allowed
-  std::string note;  // how the value is held, for README ("64-bit", "a float"); may be empty
+  std::string note;  // how the value is held, for the docs ("64-bit", "a float"); may be empty
 };
 
 struct FieldInfo {

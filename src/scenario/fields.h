@@ -1,6 +1,6 @@
 // fields.h — reading a scenario document through the field table (field_table.h): every key a
 // scenario may hold, its type, range, default, doc and where it lands in Scenario. Reading,
-// unknown-key detection, known_scenario_keys() and the generated JSON Schema and README table all
+// unknown-key detection, known_scenario_keys() and the generated JSON Schema and docs' table all
 // come from this one table.
 #pragma once
 

@@ -1,6 +1,6 @@
 // scenario.h — a parsed, validated scenario: plain data, no behaviour.
 //
-// The JSON format is defined by the field table (field_table.h), which generates README's field
+// The JSON format is defined by the field table (field_table.h), which generates the docs' field
 // table and scenarios/schema/scenario.schema.json; parse_scenario() (parse.h) is the only way to
 // build one from text. The member initialisers here are the defaults the table reports;
 // validation guarantees the invariants noted in comments.

@@ -1,4 +1,5 @@
-// schema_markdown.cpp — README's scenario field table, generated from the field table.
+// schema_markdown.cpp — the scenario field table of docs/scenario-format.md, generated from the
+// field table.
 #include "scenario/schema_markdown.h"
 
 #include <cstdint>

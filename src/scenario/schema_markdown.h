@@ -1,7 +1,7 @@
-// schema_markdown.h — README's table of scenario fields (Markdown), generated from the field table
-// (field_table.h). README.md holds it between `<!-- scenario-fields:begin -->` and
-// `<!-- scenario-fields:end -->`; `kvcheck schema scenario --markdown` prints it and a unit test
-// keeps the two the same.
+// schema_markdown.h — the documented table of scenario fields (Markdown), generated from the field
+// table (field_table.h). docs/scenario-format.md holds it between
+// `<!-- scenario-fields:begin -->` and `<!-- scenario-fields:end -->`; `kvcheck schema scenario
+// --markdown` prints it and a unit test keeps the two the same.
 #pragma once
 
 #include <string>
