@@ -68,9 +68,9 @@
 # the plugin's BUILD_CMD must rebuild BACKEND itself (or fail).
 #
 # Examples:
-#   # kvcheck itself: which commit broke the engine on this scenario?
+#   # kvcheck itself: which commit broke the engine on this scenario? (GOOD: a commit it passed at)
 #   cp scenarios/smoke.json /tmp/smoke.json
-#   git bisect start HEAD v0.3 && SCENARIOS=/tmp/smoke.json git bisect run scripts/bisect-step.sh
+#   git bisect start HEAD GOOD && SCENARIOS=/tmp/smoke.json git bisect run scripts/bisect-step.sh
 #   # a backend plugin (examples/backend-minimal/README.md, section 6)
 #   KVCHECK=~/kvcheck/build/kvcheck BUILD_CMD="ninja -C build libmine.so" \
 #   BACKEND=$PWD/build/libmine.so SCENARIOS=~/kvcheck/scenarios/smoke.json \
