@@ -92,7 +92,7 @@ ctest_summary() {
 rm -rf "$build"
 run_step configure "$logdir/configure.log" \
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVCHECK_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$arch" ${GPU_CMAKE_ARGS:-} &&
+  -DKVCHECK_TEST_HOOKS=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" ${GPU_CMAKE_ARGS:-} &&
   run_step build "$logdir/build.log" cmake --build "$build" -j "$jobs"
 built=$?
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # sanitize.sh [BUILD_DIR] — the ASan+UBSan check: configure kvcheck host-only (KVCHECK_CUDA=OFF)
-# with g++ -fsanitize=address,undefined -fno-sanitize-recover=undefined in a build folder of its
-# own (default build-sanitize/ at the repository root), build it, and run the unit tests
-# (`ctest -L unit`) and every host scenario against its expectation (the ctests scenario/* and
-# validate/*) under the sanitizers. Any sanitizer report fails its test; exits non-zero then.
+# with the test-only hooks (KVCHECK_TEST_HOOKS=ON) and g++ -fsanitize=address,undefined
+# -fno-sanitize-recover=undefined in a build folder of its own (default build-sanitize/ at the
+# repository root), build it, and run the unit tests (`ctest -L unit`) and every host scenario
+# against its expectation (the ctests scenario/* and validate/*) under the sanitizers. Any
+# sanitizer report fails its test; exits non-zero then.
 # Prints the time of each part. SANITIZE_JOBS: build and test jobs (default every core).
 set -euo pipefail
 
@@ -15,6 +16,7 @@ jobs="${SANITIZE_JOBS:-$(nproc)}"
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 start=$SECONDS
 cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DKVCHECK_CUDA=OFF \
+  -DKVCHECK_TEST_HOOKS=ON \
   -DCMAKE_C_FLAGS_SANITIZE="-O1 -g $flags" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g $flags" \
   -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="$flags" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="$flags" \
   -DCMAKE_MODULE_LINKER_FLAGS_SANITIZE="$flags"

@@ -11,14 +11,15 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$repo/scripts/setup.sh"
 # With nvcc, the CUDA device and the FlashInfer plugin are built, asked for explicitly (so a
 # toolkit or FlashInfer change that breaks their build fails here); their tests need a GPU (label
-# gpu) and skip without one. Without nvcc: host only, said out loud.
+# gpu) and skip without one. Without nvcc: host only, said out loud. Both with the test-only
+# hooks (KVCHECK_TEST_HOOKS: the fault injection the exit-code tests use).
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   "$repo/scripts/fetch-flashinfer.sh" "$repo/build/flashinfer"
-  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_CUDA=ON -DKVCHECK_FLASHINFER=ON \
-    -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=ON \
+    -DKVCHECK_FLASHINFER=ON -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
 else
   echo "test.sh: no nvcc: building host-only (no CUDA device, no FlashInfer plugin)" >&2
-  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_CUDA=OFF
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=OFF
 fi
 cd "$repo/build"
 ctest --output-on-failure -j2

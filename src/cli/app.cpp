@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/fault_injection.h"
 #include "cli/logging.h"
 #include "io/interrupt.h"
 #include "io/std_streams.h"
@@ -58,6 +59,7 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
   }
 
   setup_logging(quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal);
+  warn_if_fault_request_ignored();
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
     closed_pipe_is_quiet = readers_may_stop_early(*c.app);

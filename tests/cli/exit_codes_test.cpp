@@ -6,6 +6,7 @@
 
 #include "backend_cli.h"
 #include "cli/exit_codes.h"
+#include "cli/fault_injection.h"
 #include "cli_runner.h"
 
 namespace kv::test {
@@ -19,6 +20,14 @@ struct Both {
   int plain, bisect;
   std::string err;
 };
+
+using kv::cli::kFaultHookBuiltIn;
+
+// Row 4 and a worker's death need KVCHECK_INJECT_FAULT, built in only with -DKVCHECK_TEST_HOOKS=ON
+// (scripts/test.sh and scripts/sanitize.sh turn it on): a release build's ctest skips them.
+constexpr const char* kNoFaultHook =
+    "this build has no fault hook (KVCHECK_INJECT_FAULT): configure with -DKVCHECK_TEST_HOOKS=ON, "
+    "as scripts/test.sh does, to run this test";
 
 class ExitCodeRows : public CliTest {
  protected:
@@ -69,6 +78,7 @@ TEST_F(ExitCodeRows, Row3CannotRunIsASkipUnderBisect) {
 }
 
 TEST_F(ExitCodeRows, Row4InternalErrorIsABugAndBadUnderBisect) {
+  if (!kFaultHookBuiltIn) GTEST_SKIP() << kNoFaultHook;
   write("tiny.json", kTinyScenario);
   // In this process, and in a backend's worker process (the error crosses the pipe).
   for (const std::string& args :
@@ -83,11 +93,29 @@ TEST_F(ExitCodeRows, Row4InternalErrorIsABugAndBadUnderBisect) {
 }
 
 TEST_F(ExitCodeRows, AVerdictErrorOfTheBackendStaysExit1) {
+  if (!kFaultHookBuiltIn) GTEST_SKIP() << kNoFaultHook;
   write("tiny.json", kTinyScenario);
   // kvcheck's worker dies by SIGSEGV outside any backend call: verdict error, as before.
   const Both r = both("tiny.json -q --backend '" + kHostPlugin + "'", "KVCHECK_INJECT_FAULT=crash");
   EXPECT_EQ(r.plain, 1) << r.err;
   EXPECT_EQ(r.bisect, 1) << r.err;
+}
+
+// Without the hook the variable changes nothing, and kvcheck says so once (also under -q, and
+// with a backend's worker).
+TEST_F(ExitCodeRows, AFaultRequestWithoutTheHookIsIgnoredOutLoud) {
+  if (kFaultHookBuiltIn) GTEST_SKIP() << "this build has the fault hook: the variable is obeyed";
+  write("tiny.json", kTinyScenario);
+  const std::string warning =
+      "warning: KVCHECK_INJECT_FAULT is set but this kvcheck was built without "
+      "-DKVCHECK_TEST_HOOKS=ON: ignored\n";
+  for (const std::string& args :
+       {std::string("tiny.json"), "tiny.json --backend '" + kHostPlugin + "'"}) {
+    const CliRun r =
+        kvcheck_env("KVCHECK_INJECT_FAULT=internal-error", "run " + args + " -q --out out");
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.err, warning) << args;
+  }
 }
 
 TEST(ExitCodeTable, BisectMapping) {
