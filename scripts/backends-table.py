@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""backends-table.py — the scenario x backend verdict table (results/backends.md, issue 19).
+"""backends-table.py — the scenario x backend verdict table (results/backends.md).
 
 Runs every scenario of scenarios/ and scenarios/gpu/ with --no-regressions on a GPU, once on
 kvcheck's built-in CUDA ops and once with each backend plugin given, and writes a markdown table:

@@ -61,7 +61,7 @@ mkdir -p "$(dirname "$out")"
 {
   echo "# Decode throughput: backend plugin vs built-in CUDA decode"
   echo
-  echo "Written by \`scripts/bench-backend-decode.sh\` (kvbench_backend_decode, issue 19)."
+  echo "Written by \`scripts/bench-backend-decode.sh\` (kvbench_backend_decode)."
   echo
   echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- Commit: $commit"

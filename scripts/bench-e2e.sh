@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench-e2e.sh OUTDIR — end-to-end figures for issue 4: steps per second and the checker's share of
-# the wall time of the largest seed scenario on --device host and --device cuda, and the
-# one-million-cached-token scenario (scenarios/gpu/million-tokens.json) on cuda. Writes each run's
-# result JSON and log under OUTDIR and the table to OUTDIR/e2e.md (also printed).
+# bench-e2e.sh OUTDIR — end-to-end figures (results/e2e-bench.md): steps per second and the
+# checker's share of the wall time of the largest seed scenario on --device host and --device
+# cuda, and the one-million-cached-token scenario (scenarios/gpu/million-tokens.json) on cuda.
+# Writes each run's result JSON and log under OUTDIR and the table to OUTDIR/e2e.md (also printed).
 #
 #   scripts/bench-e2e.sh /tmp/e2e            # after scripts/build.sh (or gpu-check.sh) built kvcheck
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench-reference.py KVCHECK [--reference-device D ...] [--extra "ARGS"] SCENARIO...
 
-Time-to-verdict with each float64 reference (issue 20): runs every scenario on --device cuda
+Time-to-verdict with each float64 reference (results/gpu-reference.md): runs every scenario on --device cuda
 once per --reference-device (default: host, then cuda), first with --serial-checks (each step
 checked before the next runs), then with the checks overlapping the engine (the default), and
 prints a markdown table, one row per run:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """calibrate-oracle.py — measure the largest clean drift per (cache dtype, check site, op
-precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp, issue 21).
+precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp; results/oracle-calibration.md).
 
   measure: scripts/calibrate-oracle.py measure KVCHECK OUT.json [--device host|cuda]
                [--backend PLUGIN.so] [--seeds 1-100|43-48,53,...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-sanitize.sh KVCHECK LOGDIR — compute-sanitizer over kvcheck on the GPU (issue 4), then over
+# gpu-sanitize.sh KVCHECK LOGDIR — compute-sanitizer over kvcheck on the GPU (results/sanitizer.md), then over
 # the decode paths (kvbench_decode --check) and the named-barrier probe (racecheck_probe).
 #
 # scenarios: memcheck and initcheck on the clean scenarios (smoke and every seed scenario with
