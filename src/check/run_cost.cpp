@@ -1,5 +1,6 @@
 // run_cost.cpp — estimate_run_cost: the sizes of what model_runner.cpp, model_weights.cpp,
-// ref_sequence.cpp, checker.cpp and workload.cpp allocate, computed from the scenario alone.
+// block_pool.cpp, ref_sequence.cpp, checker.cpp and workload.cpp allocate, computed from the
+// scenario alone.
 // Keep each item in step with the code it mirrors.
 #include "check/run_cost.h"
 
@@ -156,6 +157,13 @@ RunCost estimate_run_cost(const Scenario& sc) {
   const double per_request = sizeof(Request) + mean_tokens * kInt +
                              blocks_per_request * (kInt + 8) + 3 * kNodeBytes;
   const int64_t prefix_len = w.prefix_groups > 0 ? w.shared_prefix_len : 0;
+  // BlockPool's per-block arrays (ref, prev, next, hash, group: 28 bytes; block_pool.h), and
+  // with prefix caching a map entry per cached full block, at most those the workload fills.
+  const double cached_blocks =
+      e.prefix_caching ? std::min<double>(sc.cache.num_blocks, w.num_requests * blocks_per_request)
+                       : 0.0;
+  add(c, "block pool", 28.0 * (sc.cache.num_blocks + 1) + cached_blocks * kNodeBytes, false,
+      "cache.num_blocks");
   add(c, "workload", w.num_requests * per_request +
                          w.prefix_groups * static_cast<double>(kVectorBytes + prefix_len * kInt),
       false, "workload.requests, workload.prefix_groups, workload.shared_prefix_len");
@@ -172,6 +180,7 @@ RunCost estimate_run_cost(const Scenario& sc) {
   // One reference per checked request that has started and not finished: at most the running
   // ones (a new request starts only when every preempted one runs again).
   const int64_t live = std::min<int64_t>(e.max_running_requests, c.checked_requests);
+  c.references_at_once = std::max<int64_t>(1, live);
   add(c, "reference", static_cast<double>(live * reference_bytes(m, s, longest)), false,
       "engine.max_running_requests, workload.prompt_len, workload.new_tokens, checks.reference");
   add(c, "program", static_cast<double>(kProgramBytes), false, "");

@@ -8,10 +8,10 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/host_memory.h"
 #include "cli/load_scenarios.h"
 #include "cli/memory_fit.h"
 #include "report/cost_text.h"
-#include "report/format.h"
 
 namespace kv::cli {
 
@@ -23,14 +23,13 @@ Command add_validate_command(CLI::App& parent) {
 
   auto action = [files]() {
     LoadResult loaded = load_scenarios(*files);
-    const std::optional<int64_t> host = host_available_bytes();
+    const MemoryLimits host = host_memory_limits();  // device_is_host: what `--device host` sees
     for (const auto& l : loaded.valid) {
       std::cout << "ok " << l.path << '\n';
       const RunCost cost = estimate_run_cost(l.scenario);
       print_run_cost(std::cout, cost);
-      if (host && cost.total_bytes() > *host)
-        std::cout << "  note: more than this machine's " << format_bytes(*host)
-                  << " available: `kvcheck run --device host` would refuse it\n";
+      if (auto why = memory_refusal(l.scenario.name, cost, host))
+        std::cout << "  note: `kvcheck run --device host` would refuse it here: " << *why << '\n';
     }
     std::cout.flush();
     for (const auto& msg : loaded.errors) spdlog::error("{}", msg);

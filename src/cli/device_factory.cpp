@@ -1,13 +1,20 @@
 // device_factory.cpp — the device behind `--device`, and whether CUDA can be used.
 #include "cli/device_factory.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/host_memory.h"
 #include "device/host_device.h"
+#include "report/format.h"
 
 #ifdef KVCHECK_HAVE_CUDA
 // Provided by the CUDA device (src/device/cuda/, library kv_cuda): whether the CUDA runtime sees a
-// GPU (cudaGetDeviceCount > 0, without throwing when the driver is missing), and a device on it.
+// GPU (cudaGetDeviceCount > 0, without throwing when the driver is missing), why the driver could
+// not start, and a device on it.
 namespace kv {
 bool cuda_gpu_present();
+std::string cuda_start_failure();  // why the driver could not start; empty: it could, or no GPU
 std::unique_ptr<Device> make_cuda_device();
 }  // namespace kv
 #endif
@@ -30,17 +37,48 @@ bool cuda_device_available() {
 #endif
 }
 
+#ifdef KVCHECK_HAVE_CUDA
+// The driver failed to start (`why`: the CUDA call and its error): which limit to raise. The driver
+// maps about 13 GiB of address space for itself when it starts (measured on an H200, driver 580:
+// VmSize 12.3 GiB after cudaGetDeviceCount, 13.0 GiB after cudaSetDevice; under `ulimit -v 8G`
+// cudaGetDeviceCount fails with cudaErrorMemoryAllocation), so a `ulimit -v` of a few GB stops it
+// before kvcheck allocates anything.
+static std::string driver_cannot_start(const std::string& why) {
+  if (const auto as = address_space_cap())
+    return fmt::format("the CUDA driver cannot start under `ulimit -v` {} (RLIMIT_AS; {} left): "
+                       "it maps about 13 GiB of address space for itself when it starts ({}); "
+                       "raise the limit (`ulimit -v unlimited`)",
+                       format_bytes(as->limit), format_bytes(as->left()), why);
+  return fmt::format("the CUDA driver could not start ({}); check this process's memory limits "
+                     "(`ulimit -d`, its cgroup) and nvidia-smi",
+                     why);
+}
+#endif
+
 static std::unique_ptr<Device> make_cuda() {
   if (!cuda_built())
     throw DeviceUnavailable(
         "--device cuda: this kvcheck was built without CUDA (no nvcc at configure time); "
         "use --device host, or rebuild with nvcc on PATH and -DKVCHECK_CUDA=ON");
+#ifdef KVCHECK_HAVE_CUDA
+  if (!cuda_device_available()) {
+    // Under a small `ulimit -v` the driver cannot even count the GPUs: not "no GPU".
+    if (const std::string why = kv::cuda_start_failure(); !why.empty())
+      throw DeviceUnavailable("--device cuda: " + driver_cannot_start(why) +
+                              ", or use --device host");
+  }
+#endif
   if (!cuda_device_available())
     throw DeviceUnavailable(
         "--device cuda: no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES); "
         "use --device host to run on the CPU");
 #ifdef KVCHECK_HAVE_CUDA
-  return kv::make_cuda_device();
+  try {
+    return kv::make_cuda_device();
+  } catch (const DeviceStartError& e) {
+    throw DeviceUnavailable("--device cuda: " + driver_cannot_start(e.what()) +
+                            ", or use --device host");
+  }
 #else
   return nullptr;  // unreachable: cuda_built() is false
 #endif
@@ -56,6 +94,10 @@ std::unique_ptr<Device> make_device(const std::string& kind) {
   if (kind == "cuda") return make_cuda();
   if (kind == "auto") {
     if (cuda_device_available()) return make_cuda();
+#ifdef KVCHECK_HAVE_CUDA
+    if (const std::string why = kv::cuda_start_failure(); !why.empty())
+      spdlog::warn("--device auto: {}; running on the host", driver_cannot_start(why));
+#endif
     return std::make_unique<HostDevice>();
   }
   throw std::invalid_argument("unknown device '" + kind + "' (expected host, cuda or auto)");

@@ -27,6 +27,7 @@
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
 #include "cli/fault_injection.h"
+#include "cli/host_memory.h"
 #include "cli/load_scenarios.h"
 #include "cli/memory_fit.h"
 #include "cli/plugin_worker.h"
@@ -128,8 +129,7 @@ HarnessHooks progress_hooks(const Scenario& s, const Deadline& deadline, Progres
 
 // The limits a scenario's estimated memory must fit on `device` (check/memory_fit.h).
 MemoryLimits memory_limits(const RunOptions& opts, const Device* device) {
-  MemoryLimits l;
-  l.host_available = host_available_bytes();
+  MemoryLimits l = host_memory_limits();
   l.budget = opts.max_memory;
   if (device) {
     l.device_free = device->free_bytes();

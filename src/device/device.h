@@ -37,6 +37,13 @@ struct OutOfMemory : DeviceError {
   using DeviceError::DeviceError;
 };
 
+// The device's driver could not start (create its context) for lack of memory or address space,
+// or failed to initialise: a limit of the machine or of the process (`ulimit -v`), never a
+// backend's fault. The CLI says which limit (cli/device_factory.cpp).
+struct DeviceStartError : DeviceError {
+  using DeviceError::DeviceError;
+};
+
 using GraphId = int32_t;
 
 // How a device's attention ops compute their outputs, the precision classes the oracle's

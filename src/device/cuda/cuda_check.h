@@ -35,6 +35,15 @@ inline bool is_sticky(cudaError_t e) {
   }
 }
 
+// Errors with which the driver fails to start (cuInit, context creation): out of host memory or
+// address space (measured under `ulimit -v 8G` on an H200: cudaGetDeviceCount and every call after
+// it return cudaErrorMemoryAllocation), or an initialisation failure. A missing driver or GPU is
+// cudaErrorInsufficientDriver / cudaErrorNoDevice instead: no GPU, not a failed start.
+inline bool is_start_failure(cudaError_t e) {
+  return e == cudaErrorMemoryAllocation || e == cudaErrorInitializationError ||
+         e == cudaErrorOperatingSystem;
+}
+
 // "<what>: <call> failed: cudaErrorX (message)" plus, for sticky errors, what that implies.
 inline std::string describe(cudaError_t e, const std::string& what, const char* call) {
   std::string m = "cuda " + what + ": " + call + " failed: " + cudaGetErrorName(e) + " (" +
@@ -55,6 +64,15 @@ inline void check(cudaError_t e, const std::string& what, const char* call) {
   if (e != cudaSuccess) throw_cuda(e, what, call);
 }
 
+// check() for the calls that start the device: a start failure is a DeviceStartError.
+inline void check_start(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return;
+  if (!is_start_failure(e)) throw_cuda(e, "init", call);
+  (void)cudaGetLastError();
+  throw DeviceStartError(describe(e, "init", call));
+}
+
 }  // namespace kv::cuda_detail
 
 #define KV_CUDA_CHECK(what, call) ::kv::cuda_detail::check((call), (what), #call)
+#define KV_CUDA_START(call) ::kv::cuda_detail::check_start((call), #call)

@@ -23,11 +23,13 @@ void check_launch(const char* what) {
 }  // namespace
 
 CudaDevice::CudaDevice(int ordinal) {
-  if (ordinal < 0) KV_CUDA_CHECK("init", cudaGetDevice(&ordinal));
+  // The driver starts here (cudaSetDevice creates the context): a failure for lack of memory is
+  // a DeviceStartError, which the CLI explains (a `ulimit -v` too small for the driver).
+  if (ordinal < 0) KV_CUDA_START(cudaGetDevice(&ordinal));
   ordinal_ = ordinal;
-  KV_CUDA_CHECK("init", cudaSetDevice(ordinal_));
-  KV_CUDA_CHECK("init", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  KV_CUDA_CHECK("init", cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  KV_CUDA_START(cudaSetDevice(ordinal_));
+  KV_CUDA_START(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  KV_CUDA_START(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
   raw_ = std::make_unique<CudaMemory>(stream_, side_);
   memory_ = std::make_unique<CachingAllocator>(*raw_, "cuda");
 }

@@ -112,6 +112,10 @@ class CudaDevice : public Device {
 // Whether the CUDA runtime sees a GPU: cudaGetDeviceCount > 0. Never throws; false when the driver
 // is missing or too old. (Also declared by src/cli/device_factory.cpp.)
 bool cuda_gpu_present();
+// Why the driver could not start when cudaGetDeviceCount failed with a start failure
+// (cuda_check.h: out of memory or address space, as under a small `ulimit -v`); empty otherwise.
+std::string cuda_start_failure();
+// Throws DeviceStartError when the driver cannot create the context, DeviceError otherwise.
 std::unique_ptr<Device> make_cuda_device();
 
 }  // namespace kv

@@ -1,7 +1,10 @@
-// cuda_factory.cpp — the two entry points src/cli/device_factory.cpp uses: is there a GPU, and a
-// CudaDevice on it. Kept apart from CudaDevice so the probe is obviously free of side effects.
+// cuda_factory.cpp — the entry points src/cli/device_factory.cpp uses: is there a GPU, why the
+// driver could not start, and a CudaDevice on it. Kept apart from CudaDevice so the probes are
+// obviously free of side effects.
 #include <memory>
+#include <string>
 
+#include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
 
 namespace kv {
@@ -19,6 +22,18 @@ bool cuda_gpu_present() {
     return n > 0;
   } catch (...) {
     return false;
+  }
+}
+
+std::string cuda_start_failure() {
+  try {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    (void)cudaGetLastError();
+    return cuda_detail::is_start_failure(e) ? cuda_detail::describe(e, "init", "cudaGetDeviceCount")
+                                            : std::string();
+  } catch (...) {
+    return std::string();
   }
 }
 

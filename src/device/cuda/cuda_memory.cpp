@@ -1,6 +1,8 @@
 // cuda_memory.cpp — CudaMemory, the raw GPU memory of CudaDevice (see cuda_memory.h).
 #include "device/cuda/cuda_memory.h"
 
+#include <sys/resource.h>
+
 #include "device/cuda/cuda_check.h"
 
 namespace kv {
@@ -40,11 +42,19 @@ std::string CudaMemory::out_of_memory(size_t bytes, size_t cached_bytes) const {
   (void)cudaMemGetInfo(&free_b, &total_b);
   (void)cudaGetLastError();
   const auto mib = [](size_t b) { return std::to_string(b >> 20) + " MiB"; };
+  // The driver maps each allocation into the process's address space too (measured: VmSize grows
+  // by the bytes allocated): with the GPU's memory free, a `ulimit -v` may be what ran out.
+  rlimit as{};
+  std::string limit;
+  if (free_b >= bytes && ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    limit = "; with that much free, this process's `ulimit -v` (RLIMIT_AS) of " +
+            mib(as.rlim_cur) + " may be what ran out: the CUDA driver maps each allocation into "
+            "the address space (raise it: `ulimit -v unlimited`)";
   return "cuda alloc: out of GPU memory: asked for " + std::to_string(bytes) +
          " bytes; the GPU has " + mib(free_b) + " free of " + mib(total_b) + ", kvcheck holds " +
-         mib(cached_bytes) +
-         " in released buffers. Hint: lower cache.num_blocks or the batch sizes of the scenario, "
-         "or free the GPU of other processes (nvidia-smi)";
+         mib(cached_bytes) + " in released buffers" + limit +
+         ". Hint: lower cache.num_blocks or the batch sizes of the scenario, or free the GPU of "
+         "other processes (nvidia-smi)";
 }
 
 }  // namespace kv
