@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/abi_caps.h"
+#include "backend/abi_tensor.h"
 #include "conform/conform_support.h"
 #include "device/host_device.h"
 
@@ -21,38 +23,25 @@ using Check = void (*)(const Target&, OpReport*);
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The check of each ABI op (the op's name and whether a table implements it come from
+// backend/, the one vocabulary of the ABI's ops).
 struct OpEntry {
   kvcheck_op op;
-  const char* name;
   Check check;  // nullptr: not covered by conform yet
 };
 
 constexpr OpEntry kOps[] = {
-    {KVCHECK_OP_WRITE_KV, "write_kv", check_write_kv},
-    {KVCHECK_OP_PAGED_DECODE, "paged_decode", check_paged_decode},
-    {KVCHECK_OP_GATHER_KV, "gather_kv", check_gather_kv},
-    {KVCHECK_OP_VARLEN_ATTENTION, "varlen_attention", check_varlen_attention},
-    {KVCHECK_OP_MERGE_STATES, "merge_states", check_merge_states},
-    {KVCHECK_OP_LINEAR_ATTENTION, "linear_attention", check_linear_attention},
-    {KVCHECK_OP_FILL_BLOCKS, "fill_blocks", check_fill_blocks},
-    {KVCHECK_OP_QUANT_FP8, "quant_fp8", check_quant_fp8},
-    {KVCHECK_OP_PAGED_PREFILL, "paged_prefill", check_paged_prefill},
+    {KVCHECK_OP_WRITE_KV, check_write_kv},
+    {KVCHECK_OP_PAGED_DECODE, check_paged_decode},
+    {KVCHECK_OP_GATHER_KV, check_gather_kv},
+    {KVCHECK_OP_VARLEN_ATTENTION, check_varlen_attention},
+    {KVCHECK_OP_MERGE_STATES, check_merge_states},
+    {KVCHECK_OP_LINEAR_ATTENTION, check_linear_attention},
+    {KVCHECK_OP_FILL_BLOCKS, check_fill_blocks},
+    {KVCHECK_OP_QUANT_FP8, check_quant_fp8},
+    {KVCHECK_OP_PAGED_PREFILL, check_paged_prefill},
 };
-
-bool implements(const kvcheck_backend& b, kvcheck_op op) {
-  switch (op) {
-    case KVCHECK_OP_WRITE_KV: return b.write_kv != nullptr;
-    case KVCHECK_OP_PAGED_DECODE: return b.paged_decode != nullptr;
-    case KVCHECK_OP_GATHER_KV: return b.gather_kv != nullptr;
-    case KVCHECK_OP_VARLEN_ATTENTION: return b.varlen_attention != nullptr;
-    case KVCHECK_OP_MERGE_STATES: return b.merge_states != nullptr;
-    case KVCHECK_OP_LINEAR_ATTENTION: return b.linear_attention != nullptr;
-    case KVCHECK_OP_FILL_BLOCKS: return b.fill_blocks != nullptr;
-    case KVCHECK_OP_QUANT_FP8: return b.quant_fp8 != nullptr;
-    case KVCHECK_OP_PAGED_PREFILL: return b.paged_prefill != nullptr;
-    default: return false;
-  }
-}
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == KVCHECK_NUM_OPS, "a check entry per ABI op");
 
 std::string pad(const std::string& s, size_t w) {
   return s + std::string(w > s.size() ? w - s.size() : 0, ' ');
@@ -85,9 +74,10 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
   const Target target{backend, options, device, dl};
   std::string device_failed;  // the op in which the device failed: nothing runs after it
   for (const OpEntry& e : kOps) {
-    if (!implements(backend, e.op)) continue;
+    if (!backend::implements(backend, e.op)) continue;
+    const char* name = backend::op_name(e.op);
     OpReport r;
-    r.op = e.name;
+    r.op = name;
     if (auto before = options.failed_before.find(e.op); before != options.failed_before.end()) {
       Tally(&r).add("during its cases", before->second, kInf);
     } else if (!device_failed.empty()) {
@@ -98,12 +88,12 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
       r.note = "not covered by conform yet";
     } else {
       try {
-        CallMark mark(options.record, e.name);
+        CallMark mark(options.record, name);
         e.check(target, &r);
       } catch (const DeviceError& err) {
         Tally(&r).add("case " + std::to_string(r.cases + 1),
                       std::string("device error: ") + err.what(), kInf);
-        device_failed = e.name;
+        device_failed = name;
       }
     }
     rep.ops.push_back(std::move(r));
