@@ -51,6 +51,17 @@ inline const char* kPoisonScenario = R"({
   "workload": {"requests": 2, "prompt_len": [5, 7], "new_tokens": [2, 3], "epochs": 2}
 })";
 
+// One request whose 6,144-token prompt is prefilled in one step: that step's causal attention
+// alone is 6144^2 / 2 x 8 heads x 128 = 1.9e10 multiply-adds, about a minute on one core of the
+// CI machine, and much longer than the deadline on any.
+inline const char* kLongOpScenario = R"({
+  "format": 1, "name": "long-op",
+  "model": {"layers": 1, "num_q_heads": 8, "num_kv_heads": 8, "head_dim": 64},
+  "cache": {"num_blocks": 400, "block_size": 16},
+  "engine": {"max_tokens_per_step": 6144},
+  "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
+})";
+
 // Each test gets an empty folder as the binary's working directory, removed afterwards.
 class CliTest : public ::testing::Test {
  protected:

@@ -12,17 +12,6 @@
 namespace kv::test {
 namespace {
 
-// One request whose 6,144-token prompt is prefilled in one step: that step's causal attention
-// alone is 6144^2 / 2 x 8 heads x 128 = 1.9e10 multiply-adds, about a minute on one core of the
-// CI machine, and much longer than the deadline on any.
-const char* kLongOp = R"({
-  "format": 1, "name": "long-op",
-  "model": {"layers": 1, "num_q_heads": 8, "num_kv_heads": 8, "head_dim": 64},
-  "cache": {"num_blocks": 400, "block_size": 16},
-  "engine": {"max_tokens_per_step": 6144},
-  "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
-})";
-
 // The run ends this long after its deadline at most. The overshoot itself is milliseconds (a poll
 // every few milliseconds of an op) plus the teardown, or kStopGrace for a worker in a backend's
 // call; the rest is slack for a loaded 2-core machine and the process's start.
@@ -32,7 +21,7 @@ class MaxSeconds : public CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
-    write("op.json", kLongOp);
+    write("op.json", kLongOpScenario);
   }
 
   // Runs `run op.json --max-seconds DEADLINE ARGS` and checks what every stop has: exit 3, the

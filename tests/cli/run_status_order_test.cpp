@@ -19,15 +19,6 @@ const char* kMismatch = R"({
   "workload": {"requests": 2, "prompt_len": [4, 8], "new_tokens": [2, 4], "epochs": 1}
 })";
 
-// One 6,144-token prefill step: about a minute on the host, far past a 2-second deadline.
-const char* kLong = R"({
-  "format": 1, "name": "long-op",
-  "model": {"layers": 1, "num_q_heads": 8, "num_kv_heads": 8, "head_dim": 64},
-  "cache": {"num_blocks": 400, "block_size": 16},
-  "engine": {"max_tokens_per_step": 6144},
-  "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
-})";
-
 TEST(WorseStatus, TheStatedOrder) {
   EXPECT_EQ(worse_status(0, 3), 3);
   EXPECT_EQ(worse_status(1, 3), 1);  // the point: a mismatch is not hidden by a cannot-run
@@ -45,7 +36,7 @@ class RunStatusOrder : public CliTest {};
 
 TEST_F(RunStatusOrder, AMismatchIsNotHiddenByALaterDeadline) {
   write("a.json", kMismatch);
-  write("b.json", kLong);
+  write("b.json", kLongOpScenario);  // about a minute: far past the deadline
   for (const std::string bisect : {"", " --bisect"}) {
     fs::remove_all(dir_ / "out");
     const CliRun r = kvcheck("run a.json b.json --out out --max-seconds 2" + bisect);
@@ -58,7 +49,7 @@ TEST_F(RunStatusOrder, AMismatchIsNotHiddenByALaterDeadline) {
 
 TEST_F(RunStatusOrder, JsonStaysOneDocumentWhenTheRunStopsEarly) {
   write("a.json", kMismatch);
-  write("b.json", kLong);
+  write("b.json", kLongOpScenario);  // about a minute: far past the deadline
   const CliRun r = kvcheck("run a.json b.json --out out --max-seconds 2 --json");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const nlohmann::json docs = nlohmann::json::parse(r.out);  // throws if it is not JSON
@@ -68,7 +59,7 @@ TEST_F(RunStatusOrder, JsonStaysOneDocumentWhenTheRunStopsEarly) {
 }
 
 TEST_F(RunStatusOrder, ACannotRunAloneIsStill3) {
-  write("b.json", kLong);
+  write("b.json", kLongOpScenario);  // about a minute: far past the deadline
   const CliRun r = kvcheck("run b.json --out out --max-seconds 1");
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
