@@ -19,14 +19,15 @@
 #include <optional>
 #include <vector>
 
+#include "check/checked_step.h"
+#include "check/tolerances.h"
 #include "engine/model_runner.h"
 #include "engine/model_weights.h"
 #include "engine/scheduler.h"
-#include "check/checked_step.h"
-#include "check/tolerances.h"
 #include "engine/step_plan.h"
 #include "reference/step_reference.h"
-#include "report/run_result.h"
+#include "result/epoch_stats.h"
+#include "result/failure.h"
 #include "scenario/scenario.h"
 
 namespace kv {

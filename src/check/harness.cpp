@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include "check/check_pipeline.h"
-#include "check/check_sites.h"
 #include "check/checker.h"
 #include "check/host_reference.h"
 #include "check/tolerances.h"
@@ -13,6 +12,7 @@
 #include "engine/stopwatch.h"
 #include "engine/workload.h"
 #include "kernels/host/poll.h"
+#include "result/check_sites.h"
 
 namespace kv {
 RunResult result_header(const Scenario& s, const std::string& device, OpPrecision precision) {

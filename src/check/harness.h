@@ -10,7 +10,7 @@
 #include "device/device.h"
 #include "engine/model_weights.h"
 #include "reference/step_reference.h"
-#include "report/run_result.h"
+#include "result/run_result.h"
 #include "scenario/scenario.h"
 
 namespace kv {

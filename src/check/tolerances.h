@@ -15,9 +15,9 @@
 #include <array>
 #include <vector>
 
-#include "check/check_sites.h"
 #include "device/device.h"
 #include "kernels/dtype.cuh"
+#include "result/check_sites.h"
 #include "scenario/scenario.h"
 
 namespace kv {

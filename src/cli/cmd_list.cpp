@@ -1,6 +1,6 @@
 // cmd_list.cpp — `kvcheck list`: the regressions a scenario can switch on, the ops a device
 // implements (device/device_ops.h), the check sites that name a failure and the ops behind each
-// (check/check_sites.h), and the devices this build can run on.
+// (result/check_sites.h), and the devices this build can run on.
 #include <algorithm>
 #include <iostream>
 #include <chrono>
@@ -17,11 +17,11 @@
 #include "cli/backend_info.h"
 #include "cli/command.h"
 #include "cli/device_factory.h"
-#include "check/check_sites.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
 #include "device/device_ops.h"
+#include "result/check_sites.h"
 #include "scenario/regressions.h"
 
 namespace kv::cli {

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "check/run_cost.h"
-#include "report/run_result.h"
+#include "result/run_result.h"
 
 namespace kv::cli {
 

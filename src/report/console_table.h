@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "report/run_result.h"
+#include "result/run_result.h"
 
 namespace kv {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "report/run_result.h"
+#include "result/run_result.h"
 #include "scenario/mechanisms.h"
 #include "scenario/scenario.h"
 

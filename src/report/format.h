@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/run_result.h"
+#include "result/run_result.h"
 
 namespace kv {
 

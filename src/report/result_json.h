@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/run_result.h"
+#include "result/run_result.h"
 
 namespace kv {
 
-// 2: first_failure's "op" became "site" (check/check_sites.h) plus "ops", the ops behind it.
+// 2: first_failure's "op" became "site" (result/check_sites.h) plus "ops", the ops behind it.
 // Added within 2: verdict "error" with its "error" block (a backend crashed, exited, failed, hung);
 // "device_info" (the CPU, and the GPU with its CUDA and driver versions); "coverage" and
 // "coverage_gaps" (report/coverage.h) with the epochs' coverage counters.

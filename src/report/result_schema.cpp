@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <vector>
 
-#include "check/check_sites.h"
 #include "device/device_ops.h"
 #include "report/format.h"
-#include "scenario/mechanisms.h"
 #include "report/result_json.h"
+#include "result/check_sites.h"
 #include "scenario/enum_names.h"
+#include "scenario/mechanisms.h"
 #include "scenario/regressions.h"
 #include "scenario/schema_text.h"
 

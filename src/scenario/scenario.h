@@ -115,7 +115,7 @@ struct FaultSpec {
 // sampled (the run records which and why); the CLI resolves it before a run starts.
 enum class ReferenceMode { full, sampled, automatic };
 
-// A drift tolerance for one check site (check/check_sites.h names them the same), where the
+// A drift tolerance for one check site (result/check_sites.h names them the same), where the
 // calibrated table does not fit a model: clean drift compounds over layers, more so in wider
 // models (results/oracle-calibration.md).
 struct SiteToleranceSpec {

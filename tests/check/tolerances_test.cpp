@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "check/check_sites.h"
 #include "check/tolerances.h"
+#include "result/check_sites.h"
 #include "scenario/field_table.h"
 #include "scenario/parse.h"
 

@@ -2,8 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "check/check_sites.h"
 #include "device/device_ops.h"
+#include "result/check_sites.h"
 #include "scenario/regressions.h"
 
 namespace kv::test {

@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "check/check_sites.h"
 #include "device/device_ops.h"
 #include "report/result_json.h"
+#include "result/check_sites.h"
 #include "sample_result.h"
 
 namespace kv {

@@ -1,7 +1,7 @@
 // sample_result.h — a RunResult with every field set to a distinct value, for the report tests.
 #pragma once
 
-#include "report/run_result.h"
+#include "result/run_result.h"
 
 namespace kv::test {
 

@@ -1,5 +1,5 @@
 // check_sites.cpp — the site table.
-#include "check/check_sites.h"
+#include "result/check_sites.h"
 
 namespace kv {
 

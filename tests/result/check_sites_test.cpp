@@ -1,5 +1,5 @@
 // check_sites_test.cpp — the two vocabularies: ops and check sites, each name once, linked.
-#include "check/check_sites.h"
+#include "result/check_sites.h"
 
 #include <set>
 #include <string>

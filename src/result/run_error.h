@@ -1,0 +1,22 @@
+// run_error.h — why a run with a backend plugin ended in an error verdict, and where. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kv {
+
+// Why a run with a backend plugin ended in an error verdict, and where.
+struct RunError {
+  std::string kind;      // crash | exit | status | hang
+  std::string op;        // the backend op in progress; empty when none was
+  int32_t epoch = 0;     // 1-based; 0 while setting up (weights, warm-up, graph capture)
+  int64_t step = 0;      // the step running within the epoch, 0-based
+  int32_t layer = -1;    // the model layer of the latest backend call; -1: none
+  std::string layer_kind;  // its kind; empty for none
+  std::string signal;    // crash: SIGSEGV, SIGABRT, ...
+  int32_t exit_code = 0;  // exit: the worker's exit status
+  std::string message;   // one human line: what happened where (the console's verdict line)
+};
+
+}  // namespace kv
