@@ -1,6 +1,7 @@
 // fi_pages.cu — kvcheck's block table as FlashInfer's page lists: the host side (page counts,
 // indptr, last-page lengths) and a row's pages packed at its indptr offset (fi_common.h).
 #include "backends/flashinfer/fi_common.h"
+#include "kernels/block_count.cuh"
 
 namespace kvfi {
 namespace {
@@ -27,7 +28,7 @@ HostPages host_pages(const std::vector<int32_t>& lens, int32_t block_size, int32
   HostPages p{std::vector<int32_t>(n + 1, 0), std::vector<int32_t>(n, 0)};
   for (size_t s = 0; s < n; ++s) {
     const int32_t len = std::max(lens[s], 0);
-    const int32_t pages = (len + block_size - 1) / block_size;
+    const int32_t pages = kv::blocks_for_tokens(len, block_size);
     if (pages > max_pages)
       throw OpError("sequence " + std::to_string(s) + " of " + std::to_string(len) +
                     " tokens needs more pages than its block table row holds (" +

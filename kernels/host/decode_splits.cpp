@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "kernels/block_count.cuh"
+
 namespace kv {
 namespace {
 
@@ -33,7 +35,7 @@ std::vector<int32_t> plan_decode_splits(const std::vector<int32_t>& seq_lens, in
   // the longest row to spread over max_splits, never less than one block.
   int32_t longest = 0;
   for (int32_t s : seq_lens) longest = std::max(longest, s);
-  const int32_t blocks = std::max(1, ceil_div(longest, block_size));
+  const int32_t blocks = std::max(1, blocks_for_tokens(longest, block_size));
   return split_meta(seq_lens, ceil_div(blocks, max_splits) * block_size, uniform);
 }
 
@@ -43,9 +45,9 @@ std::vector<int32_t> plan_decode_splits_fp8(const std::vector<int32_t>& seq_lens
   int64_t total_blocks = 0;
   for (int32_t s : seq_lens) {
     longest = std::max(longest, s);
-    total_blocks += ceil_div(s, block_size);
+    total_blocks += blocks_for_tokens(s, block_size);
   }
-  const int32_t longest_blocks = std::max(1, ceil_div(longest, block_size));
+  const int32_t longest_blocks = std::max(1, blocks_for_tokens(longest, block_size));
   const auto balanced = static_cast<int32_t>((total_blocks + kFp8WorkParts - 1) / kFp8WorkParts);
   // At least what keeps the longest row within max_splits; otherwise an equal share of the work.
   const int32_t chunk_blocks = std::max({1, ceil_div(longest_blocks, max_splits), balanced});

@@ -9,6 +9,7 @@
 
 #include "engine/cache_layout.h"
 #include "engine/request.h"
+#include "kernels/block_count.cuh"
 #include "kernels/decode_splits.h"
 
 namespace kv {
@@ -127,7 +128,7 @@ RunCost estimate_run_cost(const Scenario& sc) {
   int64_t rows = std::max(e.max_tokens_per_step, e.max_running_requests);
   for (int32_t size : e.cuda_graphs.capture_sizes) rows = std::max<int64_t>(rows, size);
   const int64_t longest = int64_t{w.prompt_len.max} + w.new_tokens.max;
-  const int64_t table_stride = (longest + sc.cache.block_size - 1) / sc.cache.block_size;
+  const int64_t table_stride = blocks_for_tokens(longest, sc.cache.block_size);
   const int64_t q_width = s.mla ? std::max(s.q_dim, s.H * s.latent) : s.q_dim;
   int64_t kv_width = s.linear ? s.q_dim : s.KVH * s.D;
   if (s.mla) kv_width = std::max(kv_width, s.latent);

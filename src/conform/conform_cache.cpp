@@ -9,6 +9,7 @@
 
 #include "conform/conform_support.h"
 #include "kernels/attn_state.cuh"
+#include "kernels/block_count.cuh"
 #include "kernels/decode_splits.h"
 #include "kernels/host/host_ops.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 constexpr int32_t kMaxSplits = 4;  // so that the built-in decode splits long rows
 
-int32_t blocks_for(int32_t len, int32_t bs) { return len <= 0 ? 0 : (len + bs - 1) / bs; }
+int32_t blocks_for(int32_t len, int32_t bs) { return len <= 0 ? 0 : blocks_for_tokens(len, bs); }
 
 // A batch of sequences laid out in a cache: their block tables (unused entries `pad`).
 struct Batch {
@@ -61,7 +62,7 @@ void check_write_kv(const Target& t, OpReport* r) {
   for (const CacheCase& c : cache_grid(t.b.caps, &r->note)) {
     for (int32_t n : {1, 3, 5, 17}) {
       const int32_t heads = c.kv_heads(), row = heads * c.head_dim + 3;  // rows padded by 3
-      const int32_t num_blocks = (n + c.block_size - 1) / c.block_size + 3;
+      const int32_t num_blocks = blocks_for_tokens(n, c.block_size) + 3;
       HostCache want(c, num_blocks, rng);
       HostCache got(want);
       // Distinct slots anywhere past the null block; the last of 3 or more is a padded row.

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kernels/block_count.cuh"
 #include "kernels/decode_splits.h"
 
 namespace kv {
@@ -57,7 +58,7 @@ PlanLimits Engine::plan_limits(const Scenario& s, PadContract pad) {
   l.pad_block_id = pad.block_id;
   l.block_size = s.cache.block_size;
   const int32_t longest = s.workload.prompt_len.max + s.workload.new_tokens.max;
-  l.block_table_stride = (longest + l.block_size - 1) / l.block_size;
+  l.block_table_stride = blocks_for_tokens(longest, l.block_size);
   l.max_decode_splits = s.engine.max_decode_splits;
   if (s.engine.cuda_graphs.mode == GraphMode::decode) l.capture_sizes = s.engine.cuda_graphs.capture_sizes;
   l.fp8_decode = s.cache.dtype == DType::fp8_e4m3;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/block_count.cuh"
+
 namespace kv {
 
 int32_t SchedulerOutput::num_tokens() const {
@@ -61,7 +63,7 @@ int64_t Scheduler::next_arrival() const {
 }
 
 int32_t Scheduler::blocks_for(int32_t num_tokens) const {
-  return (num_tokens + block_size_ - 1) / block_size_;
+  return blocks_for_tokens(num_tokens, block_size_);
 }
 
 ScheduledChunk Scheduler::make_chunk(const Request& r, int32_t start, int32_t n) const {

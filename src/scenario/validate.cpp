@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/block_count.cuh"
+
 namespace kv {
 namespace {
 
@@ -150,7 +152,7 @@ void validate_workload(const WorkloadSpec& w, const Json& doc) {
 // holds one block of recurrent state.
 void validate_capacity(const Scenario& s, const Json& doc) {
   const int64_t tokens = int64_t{s.workload.prompt_len.max} + s.workload.new_tokens.max;
-  const int64_t kv_blocks = (tokens + s.cache.block_size - 1) / s.cache.block_size;
+  const int64_t kv_blocks = blocks_for_tokens(tokens, s.cache.block_size);
   const bool state_block = first_layer(s.model, LayerKind::linear).has_value();
   const int64_t usable = int64_t{s.cache.num_blocks} - 1;  // block 0 is the null block
   if (usable < kv_blocks + (state_block ? 1 : 0))
