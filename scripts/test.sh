@@ -4,25 +4,66 @@
 # 90-second fuzzing of the scenario reader), then the ASan+UBSan build of the unit tests and the
 # host scenarios (scripts/sanitize.sh, in build-sanitize/). Exits non-zero on any failure; works
 # from any working directory. KVCHECK_SKIP_SANITIZE=1 leaves the sanitizer build out.
+# At its end, also after a failure, it prints the wall time of each stage, and where ctest's time
+# went by test group and label (scripts/ci_times.py, from build/ctest-junit.xml).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+junit="$repo/build/ctest-junit.xml"
 
+# Stage times: stage NAME starts a stage (ending the one before), the EXIT trap ends the last and
+# prints the table, then the script exits with the status it had.
+stage_names=() stage_seconds=() stage_name="" stage_start=0 ctest_wall=""
+end_stage() {
+  if [ -n "$stage_name" ]; then
+    stage_names+=("$stage_name")
+    stage_seconds+=($((SECONDS - stage_start)))
+    [ "$stage_name" = ctest ] && ctest_wall=$((SECONDS - stage_start))
+  fi
+  stage_name=""
+}
+stage() { end_stage; stage_name="$1"; stage_start=$SECONDS; }
+print_times() {
+  local status=$? failed="" i
+  [ "$status" -ne 0 ] && failed="$stage_name"
+  end_stage
+  echo ""
+  echo "test.sh: time per stage (wall)"
+  for i in "${!stage_names[@]}"; do
+    printf '  %-22s %6d s%s\n' "${stage_names[$i]}" "${stage_seconds[$i]}" \
+      "$([ "${stage_names[$i]}" = "$failed" ] && echo "  FAILED (exit $status)")"
+  done
+  printf '  %-22s %6d s\n' total "$SECONDS"
+  if [ -n "$ctest_wall" ]; then
+    python3 "$repo/scripts/ci_times.py" "$repo/build" --junit "$junit" --wall "$ctest_wall" \
+      || echo "test.sh: scripts/ci_times.py failed; no ctest breakdown" >&2
+  fi
+  exit "$status"
+}
+trap print_times EXIT
+
+stage setup
 "$repo/scripts/setup.sh"
 # With nvcc, the CUDA device and the FlashInfer plugin are built, asked for explicitly (so a
 # toolkit or FlashInfer change that breaks their build fails here); their tests need a GPU (label
 # gpu) and skip without one. Without nvcc: host only, said out loud. Both with the test-only
 # hooks (KVCHECK_TEST_HOOKS: the fault injection the exit-code tests use).
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  stage fetch-flashinfer
   "$repo/scripts/fetch-flashinfer.sh" "$repo/build/flashinfer"
+  stage configure+build
   "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=ON \
     -DKVCHECK_FLASHINFER=ON -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
 else
   echo "test.sh: no nvcc: building host-only (no CUDA device, no FlashInfer plugin)" >&2
+  stage configure+build
   "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=OFF
 fi
 cd "$repo/build"
-ctest --output-on-failure -j2
+stage ctest
+rm -f "$junit"
+ctest --output-on-failure -j2 --output-junit "$junit"
 if [ "${KVCHECK_SKIP_SANITIZE:-0}" != 1 ]; then
+  stage "sanitizer build+tests"
   "$repo/scripts/sanitize.sh" "$repo/build-sanitize"
 fi
