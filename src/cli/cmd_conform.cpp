@@ -88,7 +88,6 @@ Command add_conform_command(CLI::App& parent) {
   auto req = std::make_shared<ConformRequest>();
   req->plugin.device_kind = "host";
   auto json = std::make_shared<bool>(false);
-  auto bisect = std::make_shared<bool>(false);  // read by app.cpp (bisect_requested)
   auto timeout = std::make_shared<int32_t>(300);
   app->add_option("--backend", req->plugin.path, "The backend plugin (a shared library)")
       ->required()
@@ -114,7 +113,8 @@ Command add_conform_command(CLI::App& parent) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.conform/1)");
-  app->add_flag("--bisect", *bisect,
+  // Read from argv by app.cpp (bisect_requested), which maps the exit status: no variable here.
+  app->add_flag("--bisect",
                 "Exit codes for git bisect run: 125 (skip) instead of 3, 1 (bad) instead of 4");
   auto action = [req, json, timeout]() {
     req->plugin.timeout = std::chrono::seconds(*timeout);
