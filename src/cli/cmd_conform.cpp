@@ -114,8 +114,8 @@ Command add_conform_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.conform/1)");
   // Read from argv by app.cpp (bisect_requested), which maps the exit status: no variable here.
-  app->add_flag("--bisect",
-                "Exit codes for git bisect run: 125 (skip) instead of 3, 1 (bad) instead of 4");
+  app->add_flag("--bisect")->description(
+      "Exit codes for git bisect run: 125 (skip) instead of 3, 1 (bad) instead of 4");
   auto action = [req, json, timeout]() {
     req->plugin.timeout = std::chrono::seconds(*timeout);
     conform::ConformReport report;
