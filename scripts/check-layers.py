@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""check-layers.py [--self-test] — the include graph between kvcheck's modules follows its layers.
+
+Every `#include "MODULE/..."` in src/MODULE/, kernels/ and backends/ is an edge between modules;
+each module may include only those ALLOWED says, and the graph of what is allowed has no cycle
+once the edges DEBT_EDGES names (debt, each with its way out) are left out. CMake links the libraries in one direction,
+but every module sees the same include folders, so only this check keeps a header of a higher
+layer out of a lower one (a result model that includes the checker, a reference that includes
+the engine's ops). Exits 1 naming each file and include that breaks a rule.
+"""
+import os
+import re
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# What each module may include besides itself. kernels/ is the bottom (shared host/device math);
+# kvcheck/ is the public ABI header (include/kvcheck/); cli/ is the top.
+ALLOWED = {
+    "kernels": set(),
+    "io": set(),
+    "backend": {"kernels", "kvcheck"},
+    "device": {"kernels"},
+    "scenario": {"backend", "io", "kernels"},
+    "engine": {"device", "kernels", "scenario"},
+    "plugin": {"backend", "device", "io", "kvcheck", "scenario"},
+    "conform": {"backend", "device", "kernels", "kvcheck", "plugin"},
+    # The float64 reference: never the engine's ops' code paths beyond the shared math it is
+    # given. Its include of check/parallel_for.h goes when parallel_for moves to a util module.
+    "reference": {"check", "device", "engine", "kernels", "scenario"},
+    # A run's result model: plain data that check/ fills and report/ prints; neither of them.
+    "result": {"device", "engine", "reference", "scenario"},
+    "check": {"device", "engine", "kernels", "reference", "result", "scenario"},
+    "report": {"check", "device", "io", "result", "scenario"},
+    "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "plugin",
+            "reference", "report", "result", "scenario"},
+    # Plugins over kvcheck's ABI: its conversions and math, and the version string.
+    "backends": {"backend", "kernels", "kvcheck", "report"},
+}
+
+# Allowed edges that close a cycle: known debt, each with what removes it. The cycle check runs
+# on the graph without them.
+DEBT_EDGES = {
+    ("reference", "check"): "reference includes check/parallel_for.h: move parallel_for to a "
+                            "util module",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z_]+)/', re.M)
+
+
+def module_dirs():
+    """(module, directory) for every module whose includes are checked."""
+    for name in sorted(os.listdir(os.path.join(REPO, "src"))):
+        path = os.path.join(REPO, "src", name)
+        if os.path.isdir(path):
+            yield name, path
+    yield "kernels", os.path.join(REPO, "kernels")
+    yield "backends", os.path.join(REPO, "backends")
+
+
+def edges():
+    """(module, included module, file, line) for every cross-module include."""
+    for module, path in module_dirs():
+        for root, _, files in os.walk(path):
+            for f in files:
+                if not f.endswith((".h", ".hpp", ".cpp", ".cu", ".cuh", ".c")):
+                    continue
+                p = os.path.join(root, f)
+                text = open(p, encoding="utf-8", errors="replace").read()
+                for m in INCLUDE.finditer(text):
+                    target = m.group(1)
+                    if target != module:
+                        line = text.count("\n", 0, m.start()) + 1
+                        yield module, target, os.path.relpath(p, REPO), line
+
+
+def cycles(graph):
+    """Pairs of modules that reach each other in `graph` (module -> set of modules)."""
+    def reach(a):
+        seen, todo = set(), [a]
+        while todo:
+            for b in graph.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+    r = {m: reach(m) for m in graph}
+    return {frozenset({a, b}) for a in graph for b in r[a] if a != b and a in r.get(b, ())}
+
+
+def check(allowed, found):
+    errors = []
+    modules = set(allowed)
+    for module, target, path, line in found:
+        if module not in allowed:
+            errors.append(f"{path}: module {module} is not in check-layers.py's ALLOWED table")
+            modules.add(module)
+        elif target in allowed or target == "kvcheck":
+            if target not in allowed[module]:
+                errors.append(f"{path}:{line}: {module}/ includes {target}/, which its layer may "
+                              f"not (allowed: {', '.join(sorted(allowed[module])) or 'none'})")
+    acyclic = {m: {t for t in ts if (m, t) not in DEBT_EDGES} for m, ts in allowed.items()}
+    for pair in sorted(cycles(acyclic), key=sorted):
+        errors.append(f"the allowed graph has a cycle between {' and '.join(sorted(pair))}")
+    return errors
+
+
+def self_test():
+    bad = [("result", "check", "src/result/x.h", 3), ("check", "report", "src/check/y.h", 1)]
+    errors = check(ALLOWED, bad)
+    assert len(errors) == 2 and "result/ includes check/" in errors[0], errors
+    assert "check/ includes report/" in errors[1], errors
+    looped = dict(ALLOWED, device={"kernels", "engine"})
+    assert any("cycle between device and engine" in e for e in check(looped, [])), "no cycle found"
+    assert check(ALLOWED, [("engine", "device", "src/engine/z.h", 1)]) == []
+    print("check-layers self-test: a forbidden include and a new cycle are caught")
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return
+    found = list(edges())
+    errors = check(ALLOWED, found)
+    for e in errors:
+        print(f"check-layers: {e}", file=sys.stderr)
+    if errors:
+        sys.exit(1)
+    print(f"check-layers: {len(found)} cross-module includes, every one allowed by its layer; "
+          f"known debt: {'; '.join(DEBT_EDGES.values())}")
+
+
+if __name__ == "__main__":
+    main()
