@@ -371,10 +371,10 @@ std::string error_message(const RunError& e, int32_t timeout_seconds) {
   const std::string who =
       e.op.empty() ? "the worker, outside any backend call," : "backend op " + e.op;
   const std::string where = where_in_run(e);
-  if (e.kind == "crash") return fmt::format("{} crashed ({}) {}", who, e.signal, where);
-  if (e.kind == "exit")
+  if (e.kind == RunErrorKind::crash) return fmt::format("{} crashed ({}) {}", who, e.signal, where);
+  if (e.kind == RunErrorKind::exit)
     return fmt::format("{} exited the process (exit code {}) {}", who, e.exit_code, where);
-  if (e.kind == "hang")
+  if (e.kind == RunErrorKind::hang)
     return fmt::format("{} did not return within {} s {} (killed)", who, timeout_seconds, where);
   return fmt::format("{} failed {}: {}", who, where, e.message);
 }
@@ -421,15 +421,15 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
   error.op = op;
   switch (out.kind) {
     case WorkerOutcome::Kind::crashed:
-      error.kind = "crash";
+      error.kind = RunErrorKind::crash;
       error.signal = signal_name(out.signal);
       break;
     case WorkerOutcome::Kind::exited:
-      error.kind = "exit";
+      error.kind = RunErrorKind::exit;
       error.exit_code = out.exit_code;
       break;
     case WorkerOutcome::Kind::hung:
-      error.kind = "hang";
+      error.kind = RunErrorKind::hang;
       break;
     case WorkerOutcome::Kind::stopped:  // the run is cut short, as in kvcheck's own code
       throw TimeLimitReached(fmt::format(
@@ -451,7 +451,7 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
                 .table = msg.at("table").get<std::string>(),
                 .meets_expectation = msg.at("document").at("meets_expectation").get<bool>(),
                 .error = false};
-      error.kind = "status";
+      error.kind = RunErrorKind::status;
       error.op = msg.at("op").get<std::string>();
       error.message = msg.at("message").get<std::string>();
       break;

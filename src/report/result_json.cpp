@@ -126,15 +126,15 @@ json to_json(const BackendReport& b) {
 }
 
 json to_json(const RunError& e) {
-  json doc{{"kind", e.kind},
+  json doc{{"kind", to_string(e.kind)},
            {"op", e.op.empty() ? json(nullptr) : json(e.op)},
            {"epoch", e.epoch},
            {"step", e.step},
            {"layer", e.layer},
            {"layer_kind", e.layer_kind.empty() ? json(nullptr) : json(e.layer_kind)},
            {"message", e.message}};
-  if (e.kind == "crash") doc["signal"] = e.signal;
-  if (e.kind == "exit") doc["exit_code"] = e.exit_code;
+  if (e.kind == RunErrorKind::crash) doc["signal"] = e.signal;
+  if (e.kind == RunErrorKind::exit) doc["exit_code"] = e.exit_code;
   return doc;
 }
 

@@ -6,9 +6,24 @@
 
 namespace kv {
 
+// How the code under test failed: it crashed (a signal), exited the process, returned an error
+// status, or hung past --backend-timeout.
+enum class RunErrorKind { crash, exit, status, hang };
+
+// The name the result document and the console use ("crash", "exit", "status", "hang").
+inline const char* to_string(RunErrorKind k) {
+  switch (k) {
+    case RunErrorKind::crash: return "crash";
+    case RunErrorKind::exit: return "exit";
+    case RunErrorKind::status: return "status";
+    case RunErrorKind::hang: return "hang";
+  }
+  return "status";
+}
+
 // Why a run with a backend plugin ended in an error verdict, and where.
 struct RunError {
-  std::string kind;      // crash | exit | status | hang
+  RunErrorKind kind = RunErrorKind::status;
   std::string op;        // the backend op in progress; empty when none was
   int32_t epoch = 0;     // 1-based; 0 while setting up (weights, warm-up, graph capture)
   int64_t step = 0;      // the step running within the epoch, 0-based

@@ -168,7 +168,7 @@ TEST(ConsoleTable, AnErrorVerdictSaysWhatFailedWhereWithoutAnExpectation) {
   r.verdict = Verdict::error;
   r.epochs.clear();
   r.first_failure.reset();
-  r.error = RunError{.kind = "hang", .op = "paged_decode", .epoch = 1, .step = 3,
+  r.error = RunError{.kind = RunErrorKind::hang, .op = "paged_decode", .epoch = 1, .step = 3,
                      .layer = 0, .layer_kind = "attention", .signal = "",
                      .exit_code = 0,
                      .message = "backend op paged_decode did not return within 2 s at epoch 1, "

@@ -154,7 +154,7 @@ TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) 
   EXPECT_FALSE(to_json(r).contains("error"));
   r.verdict = Verdict::error;
   r.first_failure.reset();
-  r.error = RunError{.kind = "crash", .op = "write_kv", .epoch = 2, .step = 5,
+  r.error = RunError{.kind = RunErrorKind::crash, .op = "write_kv", .epoch = 2, .step = 5,
                      .layer = 1, .layer_kind = "mla", .signal = "SIGSEGV", .exit_code = 0, .message = "backend op write_kv crashed"};
   for (Expectation x : {Expectation::clean, Expectation::corrupt}) {
     r.expected = x;
@@ -165,7 +165,7 @@ TEST(ResultJson, AnErrorVerdictCarriesItsErrorBlockAndNeverMeetsTheExpectation) 
   const json e = to_json(r)["error"];
   EXPECT_EQ(e, (json{{"kind", "crash"}, {"op", "write_kv"}, {"epoch", 2}, {"step", 5},
                      {"layer", 1}, {"layer_kind", "mla"}, {"signal", "SIGSEGV"}, {"message", "backend op write_kv crashed"}}));
-  r.error->kind = "exit";
+  r.error->kind = RunErrorKind::exit;
   r.error->op = "";  // outside any backend call
   EXPECT_TRUE(to_json(r)["error"]["op"].is_null());
   EXPECT_EQ(to_json(r)["error"]["exit_code"], 0);
