@@ -328,6 +328,10 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOpt
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
     const RunResult result = run_one(s, *device, lib, opts, b, deadline, &record);
     const ScenarioReport rep = report_of(result, style);
+    if (lib) {  // the plugin's destroy is plugin code too: watched like its ops
+      CallMark destroy(&record, "destroy");
+      lib.reset();
+    }
     msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
   } catch (const BackendOpError& e) {
     spdlog::error("{}", e.what());

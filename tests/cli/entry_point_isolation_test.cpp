@@ -151,6 +151,18 @@ TEST_F(EntryPoints, RunOpFaultIsStillAnErrorVerdict) {
   EXPECT_TRUE(contains(r.err, "backend op write_kv exited the process (exit code 0)")) << r.err;
 }
 
+TEST_F(EntryPoints, RunDestroyThatCrashesOrHangsIsAnErrorVerdict) {
+  write("tiny.json", kTinyScenario);
+  const CliRun crash =
+      kvcheck("run tiny.json --out out --backend " + kFatal + " --backend-option destroy=crash");
+  EXPECT_EQ(crash.exit_code, 1) << crash.err;
+  EXPECT_TRUE(contains(crash.err, "backend op destroy crashed (SIGSEGV)")) << crash.err;
+  const CliRun hang = kvcheck("run tiny.json --out out --backend-timeout 1 --backend " + kFatal +
+                              " --backend-option destroy=hang");
+  EXPECT_EQ(hang.exit_code, 1) << hang.err;  // never a worker that hangs forever
+  EXPECT_TRUE(contains(hang.err, "backend op destroy did not return within 1 s")) << hang.err;
+}
+
 // ---- options refused -----------------------------------------------------------------------------
 
 TEST_F(EntryPoints, EmptyPathsAndOutOfRangeValuesAreUsageErrors) {
