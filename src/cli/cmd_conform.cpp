@@ -122,6 +122,9 @@ Command add_conform_command(CLI::App& parent) {
     int status = kExitCannotRun;
     try {
       status = conform_in_workers(*req, report);
+    } catch (const std::logic_error& e) {  // a worker's reply kvcheck cannot read: its own bug
+      spdlog::error("{}", internal_error_message(e.what()));
+      return static_cast<int>(kExitInternalError);
     } catch (const std::exception& e) {  // no worker could be started
       spdlog::error("cannot run: {}", e.what());
     }

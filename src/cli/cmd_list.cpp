@@ -133,6 +133,9 @@ int describe_backend(const std::string& path, const std::string& options,
       print_backend(text, lib);
       return nlohmann::json{{"json", backend_json(lib)}, {"text", text.str()}};
     });
+  } catch (const std::logic_error& e) {  // a worker's reply kvcheck cannot read: its own bug
+    spdlog::error("{}", internal_error_message(e.what()));
+    return kExitInternalError;
   } catch (const std::exception& e) {  // no worker could be started
     spdlog::error("cannot run: {}", e.what());
     return kExitCannotRun;

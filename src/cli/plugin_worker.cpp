@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/device_factory.h"
+#include "cli/worker_reply.h"
 #include "device/device.h"
 #include "plugin/backend_library.h"
 
@@ -20,7 +21,6 @@ namespace {
 // In the worker: everything, caught; the message the parent reads.
 std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
                            ProgressRecord& record) {
-  nlohmann::json msg;
   try {
     std::unique_ptr<Device> device = make_device(spec.device_kind);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
@@ -35,19 +35,19 @@ std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
       CallMark destroy(&record, "destroy");  // the plugin's own teardown may fail too
       lib.reset();
     }
-    msg = {{"outcome", "done"}, {"payload", std::move(payload)}};
+    return worker_reply_text(WorkerReply::done, {{"payload", std::move(payload)}});
   } catch (const BackendLoadError& e) {
-    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+    return worker_reply_text(WorkerReply::cannot_run, {{"message", e.what()}});
   } catch (const std::invalid_argument& e) {  // the plugin cannot be used for this work
-    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+    return worker_reply_text(WorkerReply::cannot_run, {{"message", e.what()}});
   } catch (const std::logic_error& e) {
-    msg = {{"outcome", "internal_error"}, {"message", e.what()}};
+    return worker_reply_text(WorkerReply::internal_error, {{"message", e.what()}});
   } catch (const std::bad_alloc&) {
-    msg = {{"outcome", "cannot_run"}, {"message", "out of host memory (std::bad_alloc)"}};
+    return worker_reply_text(WorkerReply::cannot_run,
+                             {{"message", "out of host memory (std::bad_alloc)"}});
   } catch (const std::exception& e) {  // DeviceUnavailable, DeviceError, ...
-    msg = {{"outcome", "cannot_run"}, {"message", e.what()}};
+    return worker_reply_text(WorkerReply::cannot_run, {{"message", e.what()}});
   }
-  return msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -79,15 +79,14 @@ PluginWorkerResult run_plugin_in_worker(const PluginWorkerSpec& spec, const Plug
       [&] { return work_in_worker(spec, work, record); }, record, spec.timeout);
   PluginWorkerResult r;
   if (out.kind == WorkerOutcome::Kind::finished) {
-    const nlohmann::json msg = nlohmann::json::parse(out.message);
-    const std::string outcome = msg.at("outcome").get<std::string>();
-    if (outcome == "done") {
-      r.payload = msg.at("payload");
+    const ParsedReply reply = parse_worker_reply(out.message);
+    if (reply.reply == WorkerReply::done) {
+      r.payload = reply.body.at("payload");
       return r;
     }
-    r.kind = outcome == "internal_error" ? PluginWorkerResult::Kind::internal_error
-                                         : PluginWorkerResult::Kind::cannot_run;
-    r.message = msg.at("message").get<std::string>();
+    r.kind = reply.reply == WorkerReply::internal_error ? PluginWorkerResult::Kind::internal_error
+                                                        : PluginWorkerResult::Kind::cannot_run;
+    r.message = reply.body.at("message").get<std::string>();
     return r;
   }
   const std::string op = record.in_call() ? record.op_name() : "";

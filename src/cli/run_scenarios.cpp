@@ -31,6 +31,7 @@
 #include "cli/load_scenarios.h"
 #include "cli/memory_fit.h"
 #include "cli/plugin_worker.h"
+#include "cli/worker_reply.h"
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
@@ -302,13 +303,12 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
           .error = r.verdict == Verdict::error};
 }
 
-// The worker's part: everything that touches the device and the backend. Its message is JSON:
-// {"outcome": "result", "document", "table"} | {"outcome": "status", "op", "message"} |
-// {"outcome": "cannot_run"} (said on stderr) | {"outcome": "internal_error", "message"}.
+// The worker's part: everything that touches the device and the backend. Its reply
+// (worker_reply.h): done {document, table} | op_status {op, message} | cannot_run (said on
+// stderr) | internal_error {message}.
 std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOptions& b,
                            const std::string& sha256, const Deadline& deadline,
                            ProgressRecord& record, const ConsoleStyle& style) {
-  nlohmann::json msg;
   try {
     std::unique_ptr<Device> device =
         make_device_for(opts, {LoadedScenario{.path = s.source_path, .scenario = s}});
@@ -332,36 +332,35 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOpt
       CallMark destroy(&record, "destroy");
       lib.reset();
     }
-    msg = {{"outcome", "result"}, {"document", rep.doc}, {"table", rep.table}};
+    return worker_reply_text(WorkerReply::done, {{"document", rep.doc}, {"table", rep.table}});
   } catch (const BackendOpError& e) {
     spdlog::error("{}", e.what());
-    msg = {{"outcome", "status"}, {"op", e.op}, {"message", e.message}};
+    return worker_reply_text(WorkerReply::op_status, {{"op", e.op}, {"message", e.message}});
   } catch (const OutOfMemory&) {
     log_run_failure();  // the machine's limit: cannot run, whoever allocated
-    msg = {{"outcome", "cannot_run"}};
+    return worker_reply_text(WorkerReply::cannot_run);
   } catch (const DeviceError& e) {
     // CUDA reports a kernel's fault at a later call: once the backend has launched work, a device
     // error is the backend's (--backend-sync pins it on the op that caused it).
     if (record.calls_started.load() == 0) {
       log_run_failure();
-      msg = {{"outcome", "cannot_run"}};
-    } else {
-      const std::string last = record.op_name();
-      spdlog::error("{}", e.what());
-      msg = {{"outcome", "status"},
-             {"op", last},
-             {"message", fmt::format("the device failed after the backend's ops (last backend op "
-                                     "launched: {}, epoch {}, step {}): {}",
-                                     last, record.epoch.load(), record.step.load(), e.what())}};
+      return worker_reply_text(WorkerReply::cannot_run);
     }
+    const std::string last = record.op_name();
+    spdlog::error("{}", e.what());
+    return worker_reply_text(
+        WorkerReply::op_status,
+        {{"op", last},
+         {"message", fmt::format("the device failed after the backend's ops (last backend op "
+                                 "launched: {}, epoch {}, step {}): {}",
+                                 last, record.epoch.load(), record.step.load(), e.what())}});
   } catch (const std::logic_error& e) {
     // kvcheck's own invariant (block pool, scheduler): a bug of kvcheck, not of the backend.
-    msg = {{"outcome", "internal_error"}, {"message", e.what()}};
+    return worker_reply_text(WorkerReply::internal_error, {{"message", e.what()}});
   } catch (...) {
     log_run_failure();
-    msg = {{"outcome", "cannot_run"}};
+    return worker_reply_text(WorkerReply::cannot_run);
   }
-  return msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string where_in_run(const RunError& e) {
@@ -443,21 +442,25 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
           op.empty() ? "the worker had not ended" : "backend op " + op + " had not returned",
           record.epoch.load(), record.step.load()));
     case WorkerOutcome::Kind::finished: {
-      const nlohmann::json msg = nlohmann::json::parse(out.message);
-      const std::string outcome = msg.at("outcome").get<std::string>();
-      if (outcome == "cannot_run") throw WorkerCannotRun();
-      if (outcome == "internal_error")
-        throw WorkerInternalError(msg.at("message").get<std::string>());
-      if (outcome == "result")
-        return {.name = s.name,
-                .expected = s.expect,
-                .doc = msg.at("document"),
-                .table = msg.at("table").get<std::string>(),
-                .meets_expectation = msg.at("document").at("meets_expectation").get<bool>(),
-                .error = false};
-      error.kind = RunErrorKind::status;
-      error.op = msg.at("op").get<std::string>();
-      error.message = msg.at("message").get<std::string>();
+      const ParsedReply r = parse_worker_reply(out.message);
+      const nlohmann::json& msg = r.body;
+      switch (r.reply) {
+        case WorkerReply::cannot_run: throw WorkerCannotRun();
+        case WorkerReply::internal_error:
+          throw WorkerInternalError(msg.at("message").get<std::string>());
+        case WorkerReply::done:
+          return {.name = s.name,
+                  .expected = s.expect,
+                  .doc = msg.at("document"),
+                  .table = msg.at("table").get<std::string>(),
+                  .meets_expectation = msg.at("document").at("meets_expectation").get<bool>(),
+                  .error = false};
+        case WorkerReply::op_status:
+          error.kind = RunErrorKind::status;
+          error.op = msg.at("op").get<std::string>();
+          error.message = msg.at("message").get<std::string>();
+          break;
+      }
       break;
     }
   }
