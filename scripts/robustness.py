@@ -219,7 +219,7 @@ def many_files_case(k, work, count):
     # A fresh interpreter per run: its RUSAGE_CHILDREN peak is that one kvcheck's.
     probe = ("import resource, subprocess, sys\n"
              "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
-             "n = len(__import__('json').loads(r.stdout)) if r.stdout.strip() else 0\n"
+             "n = len(__import__('json').loads(r.stdout)) if '--json' in sys.argv else 0\n"
              "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
              "print(r.returncode, peak, n)\n")
     for extra in ([], ["--json"]):
