@@ -32,8 +32,8 @@ ALLOWED = {
     "result": {"device", "engine", "reference", "scenario"},
     "check": {"device", "engine", "kernels", "reference", "result", "scenario"},
     "report": {"check", "device", "io", "result", "scenario"},
-    "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "plugin",
-            "reference", "report", "result", "scenario"},
+    "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "kvcheck",
+            "plugin", "reference", "report", "result", "scenario"},
     # Plugins over kvcheck's ABI: its conversions and math, and the version string.
     "backends": {"backend", "kernels", "kvcheck", "report"},
 }

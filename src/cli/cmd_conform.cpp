@@ -43,8 +43,7 @@ int conform_in_workers(ConformRequest req, conform::ConformReport& report) {
           o.record = &record;
           const DLDevice dl{static_cast<DLDeviceType>(device.dl_device_type()),
                             device.dl_device_id()};
-          return nlohmann::json::parse(
-              conform::conform_json(conform::run_conform(lib.table(), o, device, dl)));
+          return conform::conform_document(conform::run_conform(lib.table(), o, device, dl));
         });
     switch (r.kind) {
       case PluginWorkerResult::Kind::done:

@@ -24,17 +24,9 @@ std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
   try {
     std::unique_ptr<Device> device = make_device(spec.device_kind);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
-    std::unique_ptr<BackendLibrary> lib;
-    {
-      CallMark load(&record, KVCHECK_BACKEND_INIT_SYMBOL);
-      lib = std::make_unique<BackendLibrary>(spec.path, device->dl_device_type(),
-                                             device->dl_device_id(), spec.options);
-    }
+    std::shared_ptr<BackendLibrary> lib = load_watched(record, spec.path, *device, spec.options);
     nlohmann::json payload = work(*lib, *device, record);
-    {
-      CallMark destroy(&record, "destroy");  // the plugin's own teardown may fail too
-      lib.reset();
-    }
+    destroy_watched(record, std::move(lib));
     return worker_reply_text(WorkerReply::done, {{"payload", std::move(payload)}});
   } catch (const BackendLoadError& e) {
     return worker_reply_text(WorkerReply::cannot_run, {{"message", e.what()}});
@@ -52,6 +44,20 @@ std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
 
 }  // namespace
 
+std::shared_ptr<BackendLibrary> load_watched(ProgressRecord& record, const std::string& path,
+                                             const Device& device, const std::string& options,
+                                             const std::string& sha256) {
+  CallMark load(&record, kLoadCall);
+  return std::make_shared<BackendLibrary>(path, device.dl_device_type(), device.dl_device_id(),
+                                          options, sha256);
+}
+
+void destroy_watched(ProgressRecord& record, std::shared_ptr<BackendLibrary> lib) {
+  record.set_layer(-1, "");
+  CallMark destroy(&record, kDestroyCall);
+  lib.reset();
+}
+
 std::string worker_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout) {
   switch (out.kind) {
     case WorkerOutcome::Kind::crashed: return "crashed (" + signal_name(out.signal) + ")";
@@ -68,7 +74,7 @@ std::string worker_failure_text(const WorkerOutcome& out, std::chrono::seconds t
 
 std::string load_failure_text(const WorkerOutcome& out, std::chrono::seconds timeout) {
   return "loading it " + worker_failure_text(out, timeout) +
-         " (dlopen runs the library's constructors, then " KVCHECK_BACKEND_INIT_SYMBOL
+         " (dlopen runs the library's constructors, then " + std::string(kLoadCall) +
          "): it cannot be loaded";
 }
 
@@ -90,7 +96,7 @@ PluginWorkerResult run_plugin_in_worker(const PluginWorkerSpec& spec, const Plug
     return r;
   }
   const std::string op = record.in_call() ? record.op_name() : "";
-  if (op == KVCHECK_BACKEND_INIT_SYMBOL) {
+  if (op == kLoadCall) {
     r.kind = PluginWorkerResult::Kind::cannot_run;
     r.message = "backend " + spec.path + ": " + load_failure_text(out, spec.timeout);
   } else if (!op.empty()) {

@@ -13,10 +13,12 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "kvcheck/backend.h"
 #include "plugin/progress_record.h"
 #include "plugin/worker.h"
 
@@ -57,6 +59,21 @@ struct PluginWorkerResult {
 // Runs `work` on the plugin in a worker process and waits for it. Throws std::runtime_error when
 // no worker can be started (fork, pipe).
 PluginWorkerResult run_plugin_in_worker(const PluginWorkerSpec& spec, const PluginWork& work);
+
+// The names a worker's progress record gives the two plugin calls that are not ops: loading it
+// (dlopen, which runs the library's constructors, then its init) and its destroy.
+inline constexpr const char* kLoadCall = KVCHECK_BACKEND_INIT_SYMBOL;
+inline constexpr const char* kDestroyCall = "destroy";
+
+// In a worker: the plugin loaded for `device`, the load marked on `record` as kLoadCall, so that
+// a crash, exit or hang there reads as "cannot be loaded". Throws BackendLoadError.
+std::shared_ptr<BackendLibrary> load_watched(ProgressRecord& record, const std::string& path,
+                                             const Device& device, const std::string& options,
+                                             const std::string& sha256 = "");
+
+// In a worker: the plugin's destroy (`lib` must hold the last reference), marked as kDestroyCall
+// outside any layer, so that a failure there names the call and no layer.
+void destroy_watched(ProgressRecord& record, std::shared_ptr<BackendLibrary> lib);
 
 // How a worker that did not finish ended: "crashed (SIGSEGV)", "exited the process (exit code
 // 0)", "did not return within 300 s (killed)".

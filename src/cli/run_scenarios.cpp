@@ -14,7 +14,6 @@
 #include <iostream>
 #include <map>
 #include <new>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -317,21 +316,13 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOpt
                              memory_limits(opts, device.get()));
     // None: a scenario without a backend in a run with some.
     std::shared_ptr<BackendLibrary> lib;
-    if (!b.path.empty()) {
-      // dlopen runs the library's constructors, then its init: either may crash, exit or hang.
-      CallMark init(&record, KVCHECK_BACKEND_INIT_SYMBOL);
-      lib = std::make_shared<BackendLibrary>(b.path, device->dl_device_type(),
-                                             device->dl_device_id(), b.options, sha256);
-    }
+    if (!b.path.empty()) lib = load_watched(record, b.path, *device, b.options, sha256);
     spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
                  device->name(), lib ? " with backend " + lib->name() : std::string(),
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
     const RunResult result = run_one(s, *device, lib, opts, b, deadline, &record);
     const ScenarioReport rep = report_of(result, style);
-    if (lib) {  // the plugin's destroy is plugin code too: watched like its ops
-      CallMark destroy(&record, "destroy");
-      lib.reset();
-    }
+    if (lib) destroy_watched(record, std::move(lib));  // plugin code too: watched like its ops
     return worker_reply_text(WorkerReply::done, {{"document", rep.doc}, {"table", rep.table}});
   } catch (const BackendOpError& e) {
     spdlog::error("{}", e.what());
@@ -389,7 +380,7 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
   r.verdict = Verdict::error;
   error.epoch = record.epoch.load();
   error.step = record.step.load();
-  if (!error.op.empty() && error.op != KVCHECK_BACKEND_INIT_SYMBOL) {  // in a layer's op
+  if (!error.op.empty()) {  // the layer of the call (none for destroy: destroy_watched)
     error.layer = record.layer.load();
     error.layer_kind = record.layer_kind_name();
   }
@@ -416,7 +407,7 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
   const std::string op = record.in_call() ? record.op_name() : "";
   // Loading the plugin (its constructors, its init) crashed, exited or hung: it cannot be loaded,
   // as when its init refuses (cannot run, exit 3).
-  if (op == KVCHECK_BACKEND_INIT_SYMBOL && out.kind != WorkerOutcome::Kind::stopped) {
+  if (op == kLoadCall && out.kind != WorkerOutcome::Kind::stopped) {
     spdlog::error("cannot run: backend {}: {}", b.path, load_failure_text(out, timeout));
     throw WorkerCannotRun();
   }

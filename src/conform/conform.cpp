@@ -125,7 +125,7 @@ void print_conform(std::ostream& os, const ConformReport& r) {
      << '\n';
 }
 
-std::string conform_json(const ConformReport& r) {
+nlohmann::json conform_document(const ConformReport& r) {
   nlohmann::json ops = nlohmann::json::array();
   for (const OpReport& o : r.ops)
     ops.push_back({{"op", o.op}, {"covered", o.covered}, {"cases", o.cases},
@@ -139,12 +139,13 @@ std::string conform_json(const ConformReport& r) {
   return nlohmann::json{{"schema", "kvcheck.conform/1"}, {"backend", r.backend_name},
                         {"backend_version", r.backend_version}, {"seed", r.seed},
                         {"attention_tolerance", r.attention_tolerance},
-                        {"passed", r.all_passed()}, {"ops", ops}}
-      .dump(2);
+                        {"passed", r.all_passed()}, {"ops", ops}};
 }
 
+std::string conform_json(const ConformReport& r) { return conform_document(r).dump(2); }
+
 namespace {
-// worst_error as conform_json writes it: a number, or "inf" / "nan" as text.
+// worst_error as conform_document writes it: a number, or "inf" / "nan" as text.
 double error_from_json(const nlohmann::json& v) {
   if (v.is_number()) return v.get<double>();
   const std::string t = v.get<std::string>();

@@ -76,8 +76,9 @@ ConformReport run_conform(const kvcheck_backend& backend, const ConformOptions& 
 
 // The aligned table: op | cases | passed | worst error | first failing case.
 void print_conform(std::ostream& os, const ConformReport& r);
-std::string conform_json(const ConformReport& r);  // "kvcheck.conform/1"
-// conform_json's document read back (a worker sends its report this way); throws
+nlohmann::json conform_document(const ConformReport& r);  // "kvcheck.conform/1"
+std::string conform_json(const ConformReport& r);  // the document as text (--json)
+// conform_document read back (a worker sends its report this way); throws
 // nlohmann::json::exception when it is not one.
 ConformReport conform_report_from_json(const nlohmann::json& doc);
 

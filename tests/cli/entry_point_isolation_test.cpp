@@ -157,6 +157,10 @@ TEST_F(EntryPoints, RunDestroyThatCrashesOrHangsIsAnErrorVerdict) {
       kvcheck("run tiny.json --out out --backend " + kFatal + " --backend-option destroy=crash");
   EXPECT_EQ(crash.exit_code, 1) << crash.err;
   EXPECT_TRUE(contains(crash.err, "backend op destroy crashed (SIGSEGV)")) << crash.err;
+  const json e = json::parse(read_file(dir_ / "out/tiny.json"))["error"];
+  EXPECT_EQ(e["op"], "destroy");
+  EXPECT_EQ(e["layer"], -1) << "destroy runs outside every layer: " << e;
+  EXPECT_TRUE(e["layer_kind"].is_null()) << e;
   const CliRun hang = kvcheck("run tiny.json --out out --backend-timeout 1 --backend " + kFatal +
                               " --backend-option destroy=hang");
   EXPECT_EQ(hang.exit_code, 1) << hang.err;  // never a worker that hangs forever
