@@ -18,34 +18,44 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # kvcheck/ is the public ABI header (include/kvcheck/); cli/ is the top.
 ALLOWED = {
     "kernels": set(),
+    # Threads, clocks, the RNG, device errors, byte sizes: below every module of src/.
+    "util": set(),
     "io": set(),
     "backend": {"kernels", "kvcheck"},
-    "device": {"kernels"},
-    "scenario": {"backend", "io", "kernels"},
-    "engine": {"device", "kernels", "scenario"},
-    "plugin": {"backend", "device", "io", "kvcheck", "scenario"},
-    "conform": {"backend", "device", "kernels", "kvcheck", "plugin"},
-    # The float64 reference: never the engine's ops' code paths beyond the shared math it is
-    # given. Its include of check/parallel_for.h goes when parallel_for moves to a util module.
-    "reference": {"check", "device", "engine", "kernels", "scenario"},
+    "device": {"kernels", "util"},
+    "scenario": {"backend", "io", "kernels", "util"},
+    # The synthetic model's weights, shared by the engine and the reference.
+    "model": {"kernels", "scenario", "util"},
+    "engine": {"device", "kernels", "model", "scenario", "util"},
+    "plugin": {"backend", "device", "io", "kvcheck", "scenario", "util"},
+    "conform": {"backend", "device", "kernels", "kvcheck", "plugin", "util"},
+    # The float64 reference: the model, the scenario and the utilities; never the engine, its
+    # devices, its ops (kernels/ beyond the shared math of ONLY_FILES), plugins or backends.
+    "reference": {"kernels", "model", "scenario", "util"},
     # A run's result model: plain data that check/ fills and report/ prints; neither of them.
-    "result": {"device", "engine", "reference", "scenario"},
-    "check": {"device", "engine", "kernels", "reference", "result", "scenario"},
-    "report": {"check", "device", "io", "result", "scenario"},
-    "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "kvcheck",
-            "plugin", "reference", "report", "result", "scenario"},
+    "result": {"device", "engine", "model", "reference", "scenario", "util"},
+    "check": {"device", "engine", "kernels", "model", "reference", "result", "scenario", "util"},
+    "report": {"check", "device", "io", "result", "scenario", "util"},
+    "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "kvcheck", "model",
+            "plugin", "reference", "report", "result", "scenario", "util"},
     # Plugins over kvcheck's ABI: its conversions and math, and the version string.
     "backends": {"backend", "kernels", "kvcheck", "report"},
 }
 
-# Allowed edges that close a cycle: known debt, each with what removes it. The cycle check runs
-# on the graph without them.
-DEBT_EDGES = {
-    ("reference", "check"): "reference includes check/parallel_for.h: move parallel_for to a "
-                            "util module",
+# Where a module may include only some files of another. The reference shares with the ops only
+# the math that defines the model (the storage rounding of dtype.cuh and model_math.cuh's one
+# formula at two precisions): it stays in kernels/, the bottom layer that nvcc-compiled ops (which
+# never include src/) and the scenario's DType both need; anything else of kernels/ would be the
+# engine's code path judged by itself.
+ONLY_FILES = {
+    ("reference", "kernels"): {"kernels/dtype.cuh", "kernels/model_math.cuh"},
 }
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z_]+)/', re.M)
+# Allowed edges that close a cycle: known debt, each with what removes it. The cycle check runs
+# on the graph without them.
+DEBT_EDGES = {}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(([A-Za-z_]+)/[^"]*)"', re.M)
 
 
 def module_dirs():
@@ -59,7 +69,7 @@ def module_dirs():
 
 
 def edges():
-    """(module, included module, file, line) for every cross-module include."""
+    """(module, included module, file, line, included path) for every cross-module include."""
     for module, path in module_dirs():
         for root, _, files in os.walk(path):
             for f in files:
@@ -68,10 +78,10 @@ def edges():
                 p = os.path.join(root, f)
                 text = open(p, encoding="utf-8", errors="replace").read()
                 for m in INCLUDE.finditer(text):
-                    target = m.group(1)
+                    target = m.group(2)
                     if target != module:
                         line = text.count("\n", 0, m.start()) + 1
-                        yield module, target, os.path.relpath(p, REPO), line
+                        yield module, target, os.path.relpath(p, REPO), line, m.group(1)
 
 
 def cycles(graph):
@@ -91,7 +101,7 @@ def cycles(graph):
 def check(allowed, found):
     errors = []
     modules = set(allowed)
-    for module, target, path, line in found:
+    for module, target, path, line, included in found:
         if module not in allowed:
             errors.append(f"{path}: module {module} is not in check-layers.py's ALLOWED table")
             modules.add(module)
@@ -99,6 +109,9 @@ def check(allowed, found):
             if target not in allowed[module]:
                 errors.append(f"{path}:{line}: {module}/ includes {target}/, which its layer may "
                               f"not (allowed: {', '.join(sorted(allowed[module])) or 'none'})")
+            elif included not in ONLY_FILES.get((module, target), {included}):
+                errors.append(f"{path}:{line}: {module}/ includes {included}; of {target}/ it may "
+                              f"include only {', '.join(sorted(ONLY_FILES[(module, target)]))}")
     acyclic = {m: {t for t in ts if (m, t) not in DEBT_EDGES} for m, ts in allowed.items()}
     for pair in sorted(cycles(acyclic), key=sorted):
         errors.append(f"the allowed graph has a cycle between {' and '.join(sorted(pair))}")
@@ -106,14 +119,23 @@ def check(allowed, found):
 
 
 def self_test():
-    bad = [("result", "check", "src/result/x.h", 3), ("check", "report", "src/check/y.h", 1)]
+    bad = [("result", "check", "src/result/x.h", 3, "check/checker.h"),
+           ("check", "report", "src/check/y.h", 1, "report/format.h"),
+           ("reference", "engine", "src/reference/r.h", 2, "engine/engine.h"),
+           ("reference", "device", "src/reference/r.h", 3, "device/device.h"),
+           ("reference", "kernels", "src/reference/r.h", 4, "kernels/host/paged_decode.h")]
     errors = check(ALLOWED, bad)
-    assert len(errors) == 2 and "result/ includes check/" in errors[0], errors
+    assert len(errors) == 5 and "result/ includes check/" in errors[0], errors
     assert "check/ includes report/" in errors[1], errors
+    assert "reference/ includes engine/" in errors[2] and "reference/ includes device/" in errors[3]
+    assert "may include only kernels/dtype.cuh" in errors[4], errors
+    assert check(ALLOWED, [("reference", "kernels", "src/reference/r.h", 4,
+                            "kernels/dtype.cuh")]) == []
     looped = dict(ALLOWED, device={"kernels", "engine"})
     assert any("cycle between device and engine" in e for e in check(looped, [])), "no cycle found"
-    assert check(ALLOWED, [("engine", "device", "src/engine/z.h", 1)]) == []
-    print("check-layers self-test: a forbidden include and a new cycle are caught")
+    assert check(ALLOWED, [("engine", "device", "src/engine/z.h", 1, "device/device.h")]) == []
+    print("check-layers self-test: a forbidden include, a file outside a module's only-files and a "
+          "new cycle are caught")
 
 
 def main():
@@ -126,8 +148,9 @@ def main():
         print(f"check-layers: {e}", file=sys.stderr)
     if errors:
         sys.exit(1)
+    debt = "; ".join(DEBT_EDGES.values()) or "none"
     print(f"check-layers: {len(found)} cross-module includes, every one allowed by its layer; "
-          f"known debt: {'; '.join(DEBT_EDGES.values())}")
+          f"known debt: {debt}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 
 namespace kv {
 

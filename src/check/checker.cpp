@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "check/host_reference.h"
-#include "check/parallel_for.h"
-#include "check/reference_sample.h"
+#include "reference/host/host_reference.h"
+#include "util/parallel_for.h"
+#include "reference/reference_sample.h"
 #include "check/tolerances.h"
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 
 namespace kv {
 namespace {

@@ -22,7 +22,7 @@
 #include "check/checked_step.h"
 #include "check/tolerances.h"
 #include "engine/model_runner.h"
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"
 #include "reference/step_reference.h"

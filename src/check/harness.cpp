@@ -6,10 +6,10 @@
 
 #include "check/check_pipeline.h"
 #include "check/checker.h"
-#include "check/host_reference.h"
+#include "reference/host/host_reference.h"
 #include "check/tolerances.h"
 #include "engine/engine.h"
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 #include "engine/workload.h"
 #include "kernels/host/poll.h"
 #include "result/check_sites.h"

@@ -8,7 +8,8 @@
 
 #include "check/tolerances.h"
 #include "device/device.h"
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
+#include "reference/reference_choice.h"
 #include "reference/step_reference.h"
 #include "result/run_result.h"
 #include "scenario/scenario.h"
@@ -33,7 +34,7 @@ struct HarnessHooks {
 // Where the float64 reference runs (the CLI's --reference-device, resolved). The scenario handed
 // to run_scenario has checks.reference resolved to full or sampled already.
 struct ReferenceSetup {
-  std::string device = "host";  // "host" | "cuda"
+  ReferenceDevice device = ReferenceDevice::host;
   std::string mode_reason;      // why checks.reference "auto" became what it is ("" otherwise)
   std::string protection;       // how the reference's memory is kept from the code under test
   // Makes the reference once the engine exists; empty: the CPU reference.

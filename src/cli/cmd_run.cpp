@@ -76,8 +76,8 @@ Command add_run_command(CLI::App& parent) {
                   "Where the float64 reference runs: host (CPU threads), cuda (float64 kernels "
                   "on the GPU, each request's history kept there), auto = cuda when the run is "
                   "on cuda")
-      ->capture_default_str()
-      ->check(CLI::IsMember(reference_device_kinds()));
+      ->default_str("auto")
+      ->transform(name_of(kReferenceRequestNames, "reference device"));
   app->add_flag("--serial-checks", opts->serial_checks,
                 "Check each step before the engine runs the next. By default, on a GPU, the "
                 "checks of step s run while the engine runs step s + 1 (same verdict, less "

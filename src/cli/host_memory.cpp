@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "check/parallel_for.h"
+#include "util/parallel_for.h"
 #include "cli/cgroup_memory.h"
 
 namespace kv::cli {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 #include "report/format.h"
 
 namespace kv::cli {

@@ -34,7 +34,7 @@
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 #include "plugin/placement.h"
 #include "plugin/sha256.h"
 #include "plugin/worker.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/overrides.h"
+#include "reference/reference_choice.h"
 
 namespace kv::cli {
 
@@ -41,7 +42,7 @@ struct RunOptions {
   // --max-seconds: past this many seconds of the whole run, stop (exit 3); 0: no limit.
   int32_t max_seconds = 0;
   // --reference-device: where the float64 reference runs (cli/reference_choice.h).
-  std::string reference_device = "auto";
+  ReferenceRequest reference_device = ReferenceRequest::automatic;
   // --serial-checks: check each step before the engine runs the next (by default, on a GPU the
   // check of step s overlaps step s + 1; check/check_pipeline.h).
   bool serial_checks = false;

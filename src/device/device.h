@@ -18,6 +18,7 @@
 #include <string>
 
 #include "device/device_info.h"
+#include "util/device_error.h"
 #include "kernels/op_args.cuh"
 
 namespace kv {
@@ -25,23 +26,6 @@ namespace kv {
 struct PadContract {
   int32_t seq_len = 0;   // of a padded decode row
   int32_t block_id = 0;  // of a padded row's block-table entries and of unused entries
-};
-
-// A failure of the device itself (out of memory, a CUDA error): the run cannot be carried out.
-struct DeviceError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// The device could not allocate: a limit of the machine, never a backend's fault.
-struct OutOfMemory : DeviceError {
-  using DeviceError::DeviceError;
-};
-
-// The device's driver could not start (create its context) for lack of memory or address space,
-// or failed to initialise: a limit of the machine or of the process (`ulimit -v`), never a
-// backend's fault. The CLI says which limit (cli/device_factory.cpp).
-struct DeviceStartError : DeviceError {
-  using DeviceError::DeviceError;
 };
 
 using GraphId = int32_t;

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/rng.h"
+#include "util/rng.h"
 
 namespace kv {
 

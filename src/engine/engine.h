@@ -11,7 +11,7 @@
 #include "engine/block_pool.h"
 #include "engine/epoch_counters.h"
 #include "engine/model_runner.h"
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 
 namespace kv {
 

@@ -23,7 +23,7 @@
 #include "device/device_buffer.h"
 #include "engine/cache_layout.h"
 #include "engine/graph_inputs.h"
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "engine/step_plan.h"
 #include "scenario/scenario.h"
 

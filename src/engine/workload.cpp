@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/rng.h"
+#include "util/rng.h"
 
 namespace kv {
 namespace {

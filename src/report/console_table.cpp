@@ -154,14 +154,16 @@ void print_run(std::ostream& os, const RunResult& r, const ConsoleStyle& style) 
     for (const auto& n : b.notes) os << "  " << n << '\n';
   }
   // Sampled mode changes what "clean" and "max rel err" cover; say so where the figures are.
-  if (r.reference_mode == ReferenceMode::sampled || r.reference_device != "host") {
+  if (r.reference_mode == ReferenceMode::sampled || r.reference_device != ReferenceDevice::host) {
     const std::string mode =
         r.reference_mode == ReferenceMode::full
             ? "full"
             : fmt::format("sampled, {} request{} per epoch", r.reference_sampled_requests,
                           r.reference_sampled_requests == 1 ? "" : "s");
     os << fmt::format("reference: {}{}{}\n", mode,
-                      r.reference_device == "host" ? "" : " on " + r.reference_device,
+                      r.reference_device == ReferenceDevice::host
+                          ? ""
+                          : " on " + std::string(reference_device_name(r.reference_device)),
                       r.reference_mode_reason.empty() ? "" : " (" + r.reference_mode_reason + ")");
   }
   os << '\n';

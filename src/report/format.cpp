@@ -44,18 +44,6 @@ std::string format_duration(double seconds) {
   return fmt::format("{:.3f} s", seconds);
 }
 
-std::string format_bytes(double bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 6) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  if (u == 0) return fmt::format("{:.0f} B", bytes);
-  if (u == 3) return fmt::format("{:.2f} {}", bytes, units[u]);
-  return fmt::format("{:.1f} {}", bytes, units[u]);
-}
-
 std::string format_count(double n) {
   static const char* const units[] = {"", " k", " M", " G", " T", " P"};
   int u = 0;

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/format_bytes.h"
+
 #include "result/run_result.h"
 
 namespace kv {
@@ -22,9 +24,8 @@ nlohmann::json json_number(double x);
 std::string format_error_value(double x);
 std::string format_percent(double fraction);
 std::string format_duration(double seconds);
-// Sizes in binary units ("512 B", "3.4 KiB", "12.0 MiB", "1.50 GiB", "2.0 TiB") and large counts
-// with an SI suffix ("950", "12.3 k", "4.56 M", "7.8 G"), for estimates and progress.
-std::string format_bytes(double bytes);
+// Large counts with an SI suffix ("950", "12.3 k", "4.56 M", "7.8 G"), for estimates and progress
+// (sizes: format_bytes, util/format_bytes.h).
 std::string format_count(double n);
 
 }  // namespace kv

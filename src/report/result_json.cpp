@@ -176,7 +176,7 @@ json to_json(const RunResult& r) {
       {"tolerance", json_number(r.tolerance)},
       {"tolerances", by_site(r.tolerances, false)},
       {"reference_mode", to_string(r.reference_mode)},
-      {"reference_device", r.reference_device},
+      {"reference_device", reference_device_name(r.reference_device)},
       {"checks_overlapped", r.checks_overlapped},
       {"stopped_at_first_failure", r.stopped_at_first_failure},
       {"epochs", std::move(epochs)},
@@ -192,7 +192,7 @@ json to_json(const RunResult& r) {
     doc["reference_sampled_requests"] = r.reference_sampled_requests;
   if (!r.reference_mode_reason.empty()) doc["reference_mode_reason"] = r.reference_mode_reason;
   if (!r.reference_protection.empty()) doc["reference_protection"] = r.reference_protection;
-  if (r.reference_device != "host") doc["reference_device_bytes"] = r.reference_device_bytes;
+  if (r.reference_device != ReferenceDevice::host) doc["reference_device_bytes"] = r.reference_device_bytes;
   if (r.reference_agreement)
     doc["reference_agreement"] = {
         {"rows", r.reference_agreement->rows},

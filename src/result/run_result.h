@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/device_info.h"
+#include "reference/reference_choice.h"
 #include "reference/step_reference.h"
 #include "result/backend_report.h"
 #include "result/check_sites.h"
@@ -37,7 +38,7 @@ struct RunResult {
   std::array<double, kNumCheckSites> tolerances{};
   ReferenceMode reference_mode = ReferenceMode::full;  // checks.reference, "auto" resolved
   int32_t reference_sampled_requests = 0;  // sampled mode: requests checked per epoch (at most)
-  std::string reference_device = "host";   // where the float64 reference ran: host | cuda
+  ReferenceDevice reference_device = ReferenceDevice::host;  // where the float64 reference ran
   std::string reference_mode_reason;       // why "auto" became reference_mode ("": not auto)
   std::string reference_protection;        // cuda: how its memory is kept from the code under test
   int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held

@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "check/check_pipeline.h"
-#include "check/host_reference.h"
+#include "reference/host/host_reference.h"
 #include "check/tolerances.h"
 #include "device/host_device.h"
 #include "engine/engine.h"

@@ -12,7 +12,7 @@
 #include "engine/block_pool.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_sequence.h"
 
 namespace kv::test {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "check/reference_sample.h"
+#include "reference/reference_sample.h"
 #include "checker_fixture.h"
 
 namespace kv {

@@ -9,7 +9,7 @@
 
 #include "backend_cli.h"
 #include "cli_runner.h"
-#include "engine/stopwatch.h"
+#include "util/stopwatch.h"
 
 namespace kv::test {
 namespace {

@@ -16,10 +16,10 @@ TEST(ReferenceChoice, AutoOnTheHostReferenceIsSampledWithItsReason) {
   s.checks.reference = ReferenceMode::automatic;
   s.checks.sampled_requests = 3;
   HostDevice host;
-  const ReferenceSetup r = choose_reference(s, "auto", host, std::nullopt);
+  const ReferenceSetup r = choose_reference(s, ReferenceRequest::automatic, host, std::nullopt);
   EXPECT_EQ(s.checks.reference, ReferenceMode::sampled);
   EXPECT_EQ(s.checks.sampled_requests, 3);
-  EXPECT_EQ(r.device, "host");
+  EXPECT_EQ(r.device, ReferenceDevice::host);
   EXPECT_FALSE(r.make);  // the CPU reference
   EXPECT_NE(r.mode_reason.find("host"), std::string::npos) << r.mode_reason;
 }
@@ -29,9 +29,9 @@ TEST(ReferenceChoice, FullAndSampledStayAsGiven) {
   for (ReferenceMode m : {ReferenceMode::full, ReferenceMode::sampled}) {
     Scenario s;
     s.checks.reference = m;
-    const ReferenceSetup r = choose_reference(s, "host", host, std::nullopt);
+    const ReferenceSetup r = choose_reference(s, ReferenceRequest::host, host, std::nullopt);
     EXPECT_EQ(s.checks.reference, m);
-    EXPECT_EQ(r.device, "host");
+    EXPECT_EQ(r.device, ReferenceDevice::host);
     EXPECT_TRUE(r.mode_reason.empty());
   }
 }
@@ -39,19 +39,20 @@ TEST(ReferenceChoice, FullAndSampledStayAsGiven) {
 TEST(ReferenceChoice, AGpuReferenceThatCannotBeHadIsRefused) {
   if (cuda_device_available()) GTEST_SKIP() << "a GPU is visible here";
   HostDevice host;
-  for (const char* asked : {"cuda", "both"}) {
+  for (ReferenceRequest asked : {ReferenceRequest::cuda, ReferenceRequest::both}) {
     Scenario s;
     try {
       choose_reference(s, asked, host, std::nullopt);
-      FAIL() << asked << " was not refused";
+      FAIL() << "request " << static_cast<int>(asked) << " was not refused";
     } catch (const DeviceUnavailable& e) {
       EXPECT_NE(std::string(e.what()).find("--reference-device"), std::string::npos) << e.what();
     }
   }
 }
 
-TEST(ReferenceChoice, TheKindsAreTheOptionsValues) {
-  EXPECT_EQ(reference_device_kinds(), (std::vector<std::string>{"host", "cuda", "auto", "both"}));
+TEST(ReferenceChoice, TheOptionTakesTheTablesNames) {
+  EXPECT_EQ(enum_names(kReferenceRequestNames),
+            (std::vector<std::string>{"host", "cuda", "auto", "both"}));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "check/reference_sample.h"
+#include "reference/reference_sample.h"
 #include "cli_runner.h"
 
 namespace kv::test {

@@ -20,14 +20,14 @@
 #include <random>
 #include <string>
 
-#include "check/host_reference.h"
+#include "reference/host/host_reference.h"
 #include "check/tolerances.h"
 #include "device/device.h"
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "kernels/model_math.cuh"
 #include "reference/cuda/cuda_reference.h"
 #include "reference/cuda_layout.h"
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_sequence.h"
 
 namespace kv {
 bool cuda_gpu_present();

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "ref_test_support.h"
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_sequence.h"
 
 namespace kv {
 namespace {

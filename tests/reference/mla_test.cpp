@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "ref_test_support.h"
-#include "reference/ref_layers.h"
+#include "reference/host/ref_layers.h"
 
 namespace kv {
 namespace {

@@ -1,11 +1,11 @@
 // Tests of the float64 reference: the properties the checks rely on, for every layer kind.
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_sequence.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "ref_test_support.h"
 
 namespace kv {

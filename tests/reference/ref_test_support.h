@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_weights.h"
-#include "engine/rng.h"
+#include "model/model_weights.h"
+#include "util/rng.h"
 #include "kernels/model_math.cuh"
 
 namespace kv::test {

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "ref_test_support.h"
-#include "reference/ref_layers.h"
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_layers.h"
+#include "reference/host/ref_sequence.h"
 
 namespace kv {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "device/cuda/cuda_check.h"
+#include "util/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch_error.h"
 

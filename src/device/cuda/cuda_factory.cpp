@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "device/cuda/cuda_check.h"
+#include "util/cuda_check.h"
 #include "device/cuda/cuda_device.h"
 
 namespace kv {

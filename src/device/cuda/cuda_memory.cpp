@@ -3,7 +3,7 @@
 
 #include <sys/resource.h>
 
-#include "device/cuda/cuda_check.h"
+#include "util/cuda_check.h"
 
 namespace kv {
 

@@ -13,13 +13,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "check/parallel_for.h"
-#include "device/cuda/cuda_check.h"
-#include "engine/stopwatch.h"
+#include "util/parallel_for.h"
+#include "util/cuda_check.h"
+#include "util/stopwatch.h"
 #include "reference/cuda/ref_kernels.h"
 #include "reference/cuda_layout.h"
-#include "reference/ref_math.h"
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_math.h"
+#include "reference/host/ref_sequence.h"
 
 namespace kv {
 namespace {

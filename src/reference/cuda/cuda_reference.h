@@ -32,7 +32,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 #include "reference/step_reference.h"
 
 namespace kv {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/cuda/cuda_check.h"
+#include "util/cuda_check.h"
 #include "kernels/model_math.cuh"
 
 namespace kv::refgpu {

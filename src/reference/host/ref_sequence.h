@@ -22,8 +22,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/model_weights.h"
-#include "reference/ref_layers.h"
+#include "model/model_weights.h"
+#include "reference/host/ref_layers.h"
 
 namespace kv {
 

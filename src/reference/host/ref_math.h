@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 
 namespace kv::ref {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 
 namespace kv {
 

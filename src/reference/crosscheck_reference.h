@@ -13,8 +13,10 @@ namespace kv {
 
 class CrosscheckReference : public StepReference {
  public:
+  // row_norm_floor: the checks' floor of a row's norm, as a fraction of the token's RMS head norm
+  // (check/tolerances.h kRowNormFloor), so that agreement is measured as the checks measure error.
   CrosscheckReference(const ModelSpec& m, std::unique_ptr<StepReference> primary,
-                      std::unique_ptr<StepReference> other);
+                      std::unique_ptr<StepReference> other, double row_norm_floor);
 
   const char* device() const override { return primary_->device(); }
   void begin_epoch() override;
@@ -30,6 +32,7 @@ class CrosscheckReference : public StepReference {
   std::optional<ReferenceAgreement> agreement() const override { return agreement_; }
 
  private:
+  double row_norm_floor_;
   int32_t heads_, dim_, layers_;
   std::unique_ptr<StepReference> primary_, other_;
   ReferenceAgreement agreement_;

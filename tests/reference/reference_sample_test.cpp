@@ -1,7 +1,7 @@
 // reference_sample_test.cpp — the seeded sample of the sampled reference mode: deterministic,
 // exactly n distinct valid ids, the n smallest keys, different per epoch and seed, everything
 // when n covers the epoch.
-#include "check/reference_sample.h"
+#include "reference/reference_sample.h"
 
 #include <gtest/gtest.h>
 

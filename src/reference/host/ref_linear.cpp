@@ -1,8 +1,8 @@
 // ref_linear.cpp — reference of a gated linear-attention layer (LinearAttnArgs in op_args.cuh).
 #include <cmath>
 
-#include "reference/ref_layers.h"
-#include "reference/ref_math.h"
+#include "reference/host/ref_layers.h"
+#include "reference/host/ref_math.h"
 
 namespace kv {
 

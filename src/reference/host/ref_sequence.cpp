@@ -1,9 +1,9 @@
-#include "reference/ref_sequence.h"
+#include "reference/host/ref_sequence.h"
 
 #include <cmath>
 
 #include "kernels/model_math.cuh"
-#include "reference/ref_math.h"
+#include "reference/host/ref_math.h"
 
 namespace kv {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "device/device.h"
+#include "util/device_error.h"
 
 namespace kv::cuda_detail {
 

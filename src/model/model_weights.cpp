@@ -1,11 +1,11 @@
-#include "engine/model_weights.h"
+#include "model/model_weights.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "engine/rng.h"
+#include "util/rng.h"
 
 namespace kv {
 namespace {

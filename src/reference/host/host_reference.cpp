@@ -1,8 +1,8 @@
-#include "check/host_reference.h"
+#include "reference/host/host_reference.h"
 
 #include <algorithm>
 
-#include "check/parallel_for.h"
+#include "util/parallel_for.h"
 
 namespace kv {
 

@@ -1,8 +1,8 @@
 // ref_mla.cpp — reference of an MLA layer, non-absorbed. The engine runs the absorbed form
 // (q_lat = Wq_abs x against the latent rows, then Wuv per head); the two agree up to the rounding
 // of the folded weights, which the reference tests check.
-#include "reference/ref_layers.h"
-#include "reference/ref_math.h"
+#include "reference/host/ref_layers.h"
+#include "reference/host/ref_math.h"
 
 namespace kv {
 

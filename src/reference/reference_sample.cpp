@@ -1,10 +1,10 @@
 // reference_sample.cpp — the seeded sample of requests of the sampled reference mode.
-#include "check/reference_sample.h"
+#include "reference/reference_sample.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "engine/rng.h"
+#include "util/rng.h"
 
 namespace kv {
 

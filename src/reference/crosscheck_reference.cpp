@@ -1,9 +1,7 @@
-#include "check/crosscheck_reference.h"
+#include "reference/crosscheck_reference.h"
 
 #include <algorithm>
 #include <cmath>
-
-#include "check/tolerances.h"
 
 namespace kv {
 namespace {
@@ -28,8 +26,10 @@ void raise(double& max, double v) {
 }  // namespace
 
 CrosscheckReference::CrosscheckReference(const ModelSpec& m, std::unique_ptr<StepReference> primary,
-                                         std::unique_ptr<StepReference> other)
-    : heads_(m.num_q_heads),
+                                         std::unique_ptr<StepReference> other,
+                                         double row_norm_floor)
+    : row_norm_floor_(row_norm_floor),
+      heads_(m.num_q_heads),
       dim_(m.head_dim),
       layers_(static_cast<int32_t>(m.layers.size())),
       primary_(std::move(primary)),
@@ -56,7 +56,7 @@ void CrosscheckReference::run(const std::vector<RefJob>& jobs, const StepQuantRo
         const double* a = primary_->attn_out(j, pos, l);
         const double* b = other_->attn_out(j, pos, l);
         // The checks' floor (checker.cpp rel_l2): a fraction of the token's RMS head norm.
-        const double floor = kRowNormFloor * norm(b, q_dim) / std::sqrt(double(heads_));
+        const double floor = row_norm_floor_ * norm(b, q_dim) / std::sqrt(double(heads_));
         for (int32_t h = 0; h < heads_; ++h) {
           const double ref = std::max({norm(b + h * dim_, dim_), floor, 1e-30});
           raise(agreement_.max_rel_diff, diff(a + h * dim_, b + h * dim_, dim_) / ref);

@@ -1,6 +1,6 @@
 // parallel_for_test.cpp — the checker's thread fan-out: every job exactly once whatever the
 // worker count, serial below two jobs, and a failing job's exception reaches the caller.
-#include "check/parallel_for.h"
+#include "util/parallel_for.h"
 
 #include <gtest/gtest.h>
 

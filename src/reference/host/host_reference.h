@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "engine/model_weights.h"
-#include "reference/ref_sequence.h"
+#include "model/model_weights.h"
+#include "reference/host/ref_sequence.h"
 #include "reference/step_reference.h"
 
 namespace kv {

@@ -1,6 +1,6 @@
 // ref_attention.cpp — reference of an attention layer and the per-kind factory.
-#include "reference/ref_layers.h"
-#include "reference/ref_math.h"
+#include "reference/host/ref_layers.h"
+#include "reference/host/ref_math.h"
 
 namespace kv {
 
