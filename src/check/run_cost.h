@@ -33,7 +33,7 @@ struct RunCost {
   // Per epoch: (query, key) position pairs the reference's attention and mla layers compute,
   // summed over those layers: its O(length^2) part.
   int64_t reference_pairs = 0;
-  // References extended at once at most, one checker job each (check/host_reference.cpp): the
+  // References extended at once at most, one checker job each (reference/host/host_reference.cpp): the
   // checked requests that can run at once. Each job beyond the first may get a thread of its own.
   int64_t references_at_once = 1;
 

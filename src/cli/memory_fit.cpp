@@ -54,7 +54,7 @@ struct Shortfall {
 constexpr const char* kItemised = "`kvcheck validate FILE` itemises it";
 
 // Checker threads beyond the calling one that a run may start: one per reference extended at
-// once, as many as the machine has cores (check/parallel_for.h); on a GPU one more, on which the
+// once, as many as the machine has cores (util/parallel_for.h); on a GPU one more, on which the
 // checks overlap the engine (check/check_pipeline.h).
 int64_t extra_threads(const RunCost& cost, const MemoryLimits& l, bool device_is_host) {
   return std::max<int64_t>(0, std::min(cost.references_at_once, l.checker_threads) - 1) +

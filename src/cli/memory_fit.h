@@ -43,7 +43,7 @@ struct MemoryLimits {
   // What each checker thread beyond the first reserves whether or not it touches it: its stack
   // (and guard page), which counts under RLIMIT_DATA and RLIMIT_AS, and the heap of the malloc
   // arena glibc gives it (64 MiB), which counts under RLIMIT_AS. And the most threads the checker
-  // runs on this machine (check/parallel_for.h).
+  // runs on this machine (util/parallel_for.h).
   int64_t thread_stack = 0;
   int64_t thread_arena = 0;
   int64_t checker_threads = 1;

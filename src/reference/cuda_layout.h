@@ -1,6 +1,6 @@
 // cuda_layout.h — how the GPU reference (reference/cuda/) lays out its device memory, and how
 // much of it a scenario needs. Plain host code, shared by the CUDA reference and the CLI's check
-// that it fits (cli/reference_choice.h), so the estimate is the allocation, not a guess.
+// that it fits (reference/reference_choice.h), so the estimate is the allocation, not a guess.
 //
 // One block of device memory per checked request ("slot"), sized for the request's capacity
 // (prompt + max_new_tokens positions), holding what ref_layers.h holds on the host:

@@ -5,7 +5,7 @@
 // and make the outputs of positions [start, end) readable. Two implementations compute the same
 // logical model (ref_sequence.h is the definition):
 //   host — RefSequence per request, requests of a step in parallel on CPU threads
-//          (check/host_reference.h);
+//          (reference/host/host_reference.h);
 //   cuda — plain float64 kernels on the GPU, every request's history kept on the device
 //          (reference/cuda/cuda_reference.h).
 // Neither reads the paged cache or calls an op of kernels/host or kernels/cuda.

@@ -109,7 +109,7 @@ struct FaultSpec {
 };
 
 // full: every request is checked against the float64 reference. sampled: per epoch only a seeded
-// sample of requests is (check/reference_sample.h); the rest get the checks that need no reference
+// sample of requests is (reference/reference_sample.h); the rest get the checks that need no reference
 // (non-finite outputs, NaN logits), so the reference's cost is the sample's, not the workload's.
 // automatic ("auto"): full where the reference runs on a GPU and its memory fits there, else
 // sampled (the run records which and why); the CLI resolves it before a run starts.

@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kThreads = 128;   // attention: threads per (row, head)
 constexpr int kMaxAcc = 8;      // attention: output features per thread, so dim <= 1024
-constexpr float kRmsEps = 1e-6f;  // engine/model_weights.h kRmsNormEps (checked on the host)
+constexpr float kRmsEps = 1e-6f;  // model/model_weights.h kRmsNormEps (checked on the host)
 
 void launched(const char* what) { KV_CUDA_CHECK(what, cudaGetLastError()); }
 
@@ -189,40 +189,16 @@ __global__ void measure_kernel(int32_t layers, int32_t heads, int32_t dim, const
   }
 }
 
-// One block per (K/V head, row), for the `group` query heads that share it, with every score of
-// the row in shared memory: a warp computes one position's scores at a time (its lanes over the
-// features: coalesced reads of K), a warp per head then finds the first largest score and turns
-// the scores into weights p_t = exp(s_t - s_a) and their sum, and the threads accumulate
-// sum p_t (v_t - v_a) over the features (over position groups too when the features are few).
-// Used when the scores fit in shared memory (attend_smem_bytes); attend_kernel otherwise.
-template <class KT, class VT>
-__global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
-  extern __shared__ double smem[];
-  const int kvh = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
-  const int G = a.group, qd = a.dim + a.k2_dim;
-  const int lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
-  const Row r = a.rows[n];
-  const int len = r.pos + 1;
-  double* qs = smem;                 // [G][qd]
-  double* sc = qs + G * qd;          // [G][len_cap]: scores, then weights
-  double* den = sc + G * len_cap;    // [G]
-  int* at = reinterpret_cast<int*>(den + G);  // [G]
-  double* red = den + 2 * G;         // [blockDim.x]: the final reduction
-  for (int i = tid; i < G * qd; i += blockDim.x) {
-    const int g = i / qd, e = i % qd;
-    const int64_t h = static_cast<int64_t>(kvh) * G + g;
-    qs[i] = e < a.dim ? a.q[n * a.q_row + h * a.dim + e]
-                      : a.q2[n * a.q2_row + h * a.k2_dim + (e - a.dim)];
-  }
-  __syncthreads();
-  const char* slot = a.slots[r.slot];
-  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
-  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
-  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+// attend_shared_kernel's steps. Scores: a warp per position, its lanes over the features.
+template <class KT>
+__device__ __forceinline__ void shared_scores(const AttendArgs& a, const double* qs, double* sc,
+                                              const KT* K, const float* K2, int len, int len_cap,
+                                              int qd) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (int t = warp; t < len; t += warps) {
     const KT* kt = K + t * a.k_row;
     const float* kr = K2 + t * a.k2_row;
-    for (int g = 0; g < G; ++g) {
+    for (int g = 0; g < a.group; ++g) {
       double part = 0.0;
       for (int e = lane; e < qd; e += 32)
         part += qs[g * qd + e] *
@@ -231,7 +207,13 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
       if (lane == 0) sc[g * len_cap + t] = part * a.scale;
     }
   }
-  __syncthreads();
+}
+
+// A warp per head: the first largest score (at), the weights p_t = exp(s_t - s_a) in place of
+// the scores, and their sum (den).
+__device__ __forceinline__ void shared_weights(int G, double* sc, double* den, int* at, int len,
+                                               int len_cap) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (int g = warp; g < G; g += warps) {
     double* s = sc + g * len_cap;
     double best = -INFINITY;
@@ -254,11 +236,18 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
       at[g] = best_t;
     }
   }
-  __syncthreads();
-  // Outputs o = (g, d): G * dim of them; `split` threads per output when they are few.
-  const int outs = G * a.dim;
+}
+
+// Outputs o = (g, d): G * dim of them; `split` threads per output when they are few, their sums
+// reduced through `red`.
+template <class VT>
+__device__ __forceinline__ void shared_outputs(const AttendArgs& a, const double* sc,
+                                               const double* den, const int* at, double* red,
+                                               const VT* V, double* out_row, int len,
+                                               int len_cap) {
+  const int tid = threadIdx.x;
+  const int outs = a.group * a.dim;
   const int split = outs >= static_cast<int>(blockDim.x) ? 1 : blockDim.x / outs;
-  double* out_row = a.out + n * a.out_row + static_cast<int64_t>(kvh) * G * a.dim;
   for (int o0 = 0; o0 < outs; o0 += blockDim.x / split) {
     const int o = o0 + tid % (blockDim.x / split), part = tid / (blockDim.x / split);
     double acc = 0.0;
@@ -287,13 +276,44 @@ __global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
   }
 }
 
-// Grouped: one block per (K/V head, query group) — up to 16 consecutive positions of one
-// request, with the `group` query heads sharing the K/V head — and K/V read through shared
-// memory a tile of 32 positions at a time, once for all of the group's (row, head) pairs. Pass 1
-// finds each pair's first largest score (lane = position in the tile, warp = pair); pass 2
-// recomputes the scores, stores the weights p_t = exp(s_t - s_a) of the tile and accumulates
-// sum p_t (v_t - v_a) in position order, each thread owning up to kRowsMaxOut outputs.
-// Scores are formed in the CPU reference's order (features in order, then the rope part).
+// One block per (K/V head, row), for the `group` query heads that share it, with every score of
+// the row in shared memory: a warp computes one position's scores at a time (its lanes over the
+// features: coalesced reads of K), a warp per head then finds the first largest score and turns
+// the scores into weights p_t = exp(s_t - s_a) and their sum, and the threads accumulate
+// sum p_t (v_t - v_a) over the features (over position groups too when the features are few).
+// Used when the scores fit in shared memory (attend_smem_bytes); attend_kernel otherwise.
+template <class KT, class VT>
+__global__ void attend_shared_kernel(AttendArgs a, int len_cap) {
+  extern __shared__ double smem[];
+  const int kvh = blockIdx.x, n = blockIdx.y, tid = threadIdx.x;
+  const int G = a.group, qd = a.dim + a.k2_dim;
+  const Row r = a.rows[n];
+  const int len = r.pos + 1;
+  double* qs = smem;                 // [G][qd]
+  double* sc = qs + G * qd;          // [G][len_cap]: scores, then weights
+  double* den = sc + G * len_cap;    // [G]
+  int* at = reinterpret_cast<int*>(den + G);  // [G]
+  double* red = den + 2 * G;         // [blockDim.x]: the final reduction
+  for (int i = tid; i < G * qd; i += blockDim.x) {
+    const int g = i / qd, e = i % qd;
+    const int64_t h = static_cast<int64_t>(kvh) * G + g;
+    qs[i] = e < a.dim ? a.q[n * a.q_row + h * a.dim + e]
+                      : a.q2[n * a.q2_row + h * a.k2_dim + (e - a.dim)];
+  }
+  __syncthreads();
+  const char* slot = a.slots[r.slot];
+  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
+  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
+  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+  shared_scores(a, qs, sc, K, K2, len, len_cap, qd);
+  __syncthreads();
+  shared_weights(G, sc, den, at, len, len_cap);
+  __syncthreads();
+  double* out_row = a.out + n * a.out_row + static_cast<int64_t>(kvh) * G * a.dim;
+  shared_outputs(a, sc, den, at, red, V, out_row, len, len_cap);
+}
+
+// The grouped attention kernel (attend_rows_kernel, below): its shared memory and splits.
 constexpr size_t kSharedLimitBytes = 200 * 1024;  // of the 227 KB a Hopper block may opt in to
 constexpr int kRowsT = 32, kRowsThreads = 256, kRowsMaxPairs = 64, kRowsMaxOut = 8;
 constexpr int kRowsMaxK = kRowsMaxPairs / (kRowsThreads / 32);
@@ -328,45 +348,68 @@ __host__ __device__ inline int64_t split_offset(const AttendArgs& a, int64_t gro
   return ((group * (a.num_heads / a.group) + kvh) * a.split_count + z) * per;
 }
 
+// attend_rows_kernel's block: its group, its K/V head, its positions [lo, hi) and its shared
+// memory, with the steps of the two passes.
 template <class KT, class VT>
-__global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs a) {
-  extern __shared__ double smem_d[];
-  char* smem = reinterpret_cast<char*>(smem_d);
-  const QueryGroup grp = a.groups[blockIdx.y];
-  const int kvh = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int G = a.group, D = a.dim, P = a.k2_dim, qd = D + P;
-  const int pairs = grp.count * G;  // qg = q * G + g
-  const Row r0 = a.rows[grp.row0];
-  const int len = r0.pos + grp.count;
-  // This block's positions [lo, hi): all of them, or one split of the context (gridDim.z > 1).
-  const int lo = gridDim.z == 1 ? 0 : static_cast<int>(blockIdx.z) * a.split_len;
-  const int hi = gridDim.z == 1 ? len : min(len, lo + a.split_len);
-  const RowsSmem L = rows_smem(pairs, D, P, sizeof(KT), sizeof(VT));
-  double* qs = reinterpret_cast<double*>(smem + L.qs);
-  double* pt = reinterpret_cast<double*>(smem + L.pt);
-  double* best = reinterpret_cast<double*>(smem + L.best);
-  double* den = reinterpret_cast<double*>(smem + L.den);
-  int* at = reinterpret_cast<int*>(smem + L.at);
-  KT* kt = reinterpret_cast<KT*>(smem + L.kt);
-  float* k2t = reinterpret_cast<float*>(smem + L.k2t);
-  VT* vt = reinterpret_cast<VT*>(smem + L.vt);
+struct RowsBlock {
+  const AttendArgs& a;
+  QueryGroup grp;
+  int kvh, tid, lane, warp;
+  int G, D, P, qd, pairs;  // pairs: qg = q * G + g
+  Row r0;
+  int lo, hi;
+  double *qs, *pt, *best, *den;
+  int* at;
+  KT* kt;
+  float* k2t;
+  VT* vt;
+  const KT* K;
+  const VT* V;
+  const float* K2;
+  int nk;  // pairs per warp: qg = warp + 8k
 
-  for (int i = tid; i < pairs * qd; i += kRowsThreads) {
-    const int qg = i / qd, e = i % qd, q = qg / G, g = qg % G;
-    const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
-    qs[i] = e < D ? a.q[row * a.q_row + h * D + e] : a.q2[row * a.q2_row + h * P + (e - D)];
+  __device__ __forceinline__ RowsBlock(const AttendArgs& args, char* smem) : a(args) {
+    grp = a.groups[blockIdx.y];
+    kvh = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    G = a.group, D = a.dim, P = a.k2_dim, qd = D + P;
+    pairs = grp.count * G;
+    r0 = a.rows[grp.row0];
+    const int len = r0.pos + grp.count;
+    // This block's positions [lo, hi): all of them, or one split of the context (gridDim.z > 1).
+    lo = gridDim.z == 1 ? 0 : static_cast<int>(blockIdx.z) * a.split_len;
+    hi = gridDim.z == 1 ? len : min(len, lo + a.split_len);
+    const RowsSmem L = rows_smem(pairs, D, P, sizeof(KT), sizeof(VT));
+    qs = reinterpret_cast<double*>(smem + L.qs);
+    pt = reinterpret_cast<double*>(smem + L.pt);
+    best = reinterpret_cast<double*>(smem + L.best);
+    den = reinterpret_cast<double*>(smem + L.den);
+    at = reinterpret_cast<int*>(smem + L.at);
+    kt = reinterpret_cast<KT*>(smem + L.kt);
+    k2t = reinterpret_cast<float*>(smem + L.k2t);
+    vt = reinterpret_cast<VT*>(smem + L.vt);
+    const char* slot = a.slots[r0.slot];
+    K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
+    V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
+    K2 = reinterpret_cast<const float*>(slot + a.k2_off);
+    nk = (pairs + 7) / 8;
   }
-  const char* slot = a.slots[r0.slot];
-  const KT* K = reinterpret_cast<const KT*>(slot + a.k_off) + kvh * a.k_head;
-  const VT* V = reinterpret_cast<const VT*>(slot + a.v_off) + kvh * a.v_head;
-  const float* K2 = reinterpret_cast<const float*>(slot + a.k2_off);
-  auto load_k = [&](int t0, int count) {
+
+  __device__ __forceinline__ void load_q() {
+    for (int i = tid; i < pairs * qd; i += kRowsThreads) {
+      const int qg = i / qd, e = i % qd, q = qg / G, g = qg % G;
+      const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
+      qs[i] = e < D ? a.q[row * a.q_row + h * D + e] : a.q2[row * a.q2_row + h * P + (e - D)];
+    }
+  }
+
+  __device__ __forceinline__ void load_k(int t0, int count) {
     for (int i = tid; i < count * D; i += kRowsThreads)
       kt[(i / D) * (D + 1) + i % D] = K[(t0 + i / D) * a.k_row + i % D];
     for (int i = tid; i < count * P; i += kRowsThreads)
       k2t[(i / P) * (P + 1) + i % P] = K2[(t0 + i / P) * a.k2_row + i % P];
-  };
-  auto score = [&](int qg, int tt) {
+  }
+
+  __device__ __forceinline__ double score(int qg, int tt) const {
     const double* qv = qs + qg * qd;
     const KT* k = kt + tt * (D + 1);
     const float* kr = k2t + tt * (P + 1);
@@ -374,96 +417,105 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
     for (int d = 0; d < D; ++d) dot += qv[d] * static_cast<double>(k[d]);
     for (int p = 0; p < P; ++p) dot += qv[D + p] * static_cast<double>(kr[p]);
     return dot * a.scale;
-  };
-  const int nk = (pairs + 7) / 8;  // pairs per warp: qg = warp + 8k
-
-  // Fully unrolled loops over fixed bounds: the per-thread arrays stay in registers.
-  double bv[kRowsMaxK];
-  int bi[kRowsMaxK];
-#pragma unroll
-  for (int k = 0; k < kRowsMaxK; ++k) {
-    bv[k] = -INFINITY;
-    bi[k] = INT_MAX;
   }
-  for (int t0 = lo; t0 < hi; t0 += kRowsT) {
-    const int count = min(kRowsT, hi - t0);
-    __syncthreads();
-    load_k(t0, count);
-    __syncthreads();
-    const int t = t0 + lane;
+
+  // Pass 1: each pair's first largest score (lane = position in the tile, warp = pair) into
+  // best and at. Fully unrolled loops over fixed bounds: the per-thread arrays stay in registers.
+  __device__ __forceinline__ void first_max() {
+    double bv[kRowsMaxK];
+    int bi[kRowsMaxK];
 #pragma unroll
     for (int k = 0; k < kRowsMaxK; ++k) {
+      bv[k] = -INFINITY;
+      bi[k] = INT_MAX;
+    }
+    for (int t0 = lo; t0 < hi; t0 += kRowsT) {
+      const int count = min(kRowsT, hi - t0);
+      __syncthreads();
+      load_k(t0, count);
+      __syncthreads();
+      const int t = t0 + lane;
+#pragma unroll
+      for (int k = 0; k < kRowsMaxK; ++k) {
+        const int qg = warp + 8 * k;
+        if (k >= nk || qg >= pairs || lane >= count || t > r0.pos + qg / G) continue;
+        const double s = score(qg, lane);
+        if (s > bv[k]) {  // t grows: the first largest of this lane's positions
+          bv[k] = s;
+          bi[k] = t;
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsMaxK; ++k) {
+      if (k >= nk) break;
+      double b = bv[k];
+      int bt = bi[k];
+      warp_first_max(b, bt);
       const int qg = warp + 8 * k;
-      if (k >= nk || qg >= pairs || lane >= count || t > r0.pos + qg / G) continue;
-      const double s = score(qg, lane);
-      if (s > bv[k]) {  // t grows: the first largest of this lane's positions
-        bv[k] = s;
-        bi[k] = t;
+      if (lane == 0 && qg < pairs) {
+        best[qg] = b;
+        at[qg] = bt;
       }
     }
   }
-#pragma unroll
-  for (int k = 0; k < kRowsMaxK; ++k) {
-    if (k >= nk) break;
-    double b = bv[k];
-    int bt = bi[k];
-    warp_first_max(b, bt);
-    const int qg = warp + 8 * k;
-    if (lane == 0 && qg < pairs) {
-      best[qg] = b;
-      at[qg] = bt;
-    }
-  }
-  __syncthreads();
 
-  const int outs = pairs * D;
-  double acc[kRowsMaxOut], va[kRowsMaxOut], dsum[kRowsMaxK];
-#pragma unroll
-  for (int m = 0; m < kRowsMaxOut; ++m) {
-    const int o = tid + m * kRowsThreads;
-    acc[m] = 0.0;
-    // A pair with no position in this split (at = INT_MAX) has weight 0 in the merge.
-    va[m] = o < outs && at[o / D] != INT_MAX ? static_cast<double>(V[at[o / D] * a.v_row + o % D])
-                                             : 0.0;
-  }
-#pragma unroll
-  for (int k = 0; k < kRowsMaxK; ++k) dsum[k] = 0.0;
-  for (int t0 = lo; t0 < hi; t0 += kRowsT) {
-    const int count = min(kRowsT, hi - t0);
-    __syncthreads();
-    load_k(t0, count);
-    for (int i = tid; i < count * D; i += kRowsThreads) vt[i] = V[(t0 + i / D) * a.v_row + i % D];
-    __syncthreads();
-    const int t = t0 + lane;
-#pragma unroll
-    for (int k = 0; k < kRowsMaxK; ++k) {
-      const int qg = warp + 8 * k;
-      if (k >= nk || qg >= pairs) continue;
-      const double p =
-          lane < count && t <= r0.pos + qg / G ? exp(score(qg, lane) - best[qg]) : 0.0;
-      pt[qg * kRowsT + lane] = p;
-      dsum[k] += p;
-    }
-    __syncthreads();
+  // Pass 2: the weights p_t = exp(s_t - s_a) of each tile and sum p_t (v_t - v_a) in position
+  // order into acc (each thread owning up to kRowsMaxOut outputs, va their v_a), den the sums.
+  __device__ __forceinline__ void accumulate(double (&acc)[kRowsMaxOut],
+                                             double (&va)[kRowsMaxOut]) {
+    const int outs = pairs * D;
+    double dsum[kRowsMaxK];
 #pragma unroll
     for (int m = 0; m < kRowsMaxOut; ++m) {
       const int o = tid + m * kRowsThreads;
-      if (o >= outs) continue;
-      const double* p = pt + (o / D) * kRowsT;
-      const int d = o % D;
-      for (int tt = 0; tt < count; ++tt)
-        acc[m] += p[tt] * (static_cast<double>(vt[tt * D + d]) - va[m]);
+      acc[m] = 0.0;
+      // A pair with no position in this split (at = INT_MAX) has weight 0 in the merge.
+      va[m] = o < outs && at[o / D] != INT_MAX
+                  ? static_cast<double>(V[at[o / D] * a.v_row + o % D])
+                  : 0.0;
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsMaxK; ++k) dsum[k] = 0.0;
+    for (int t0 = lo; t0 < hi; t0 += kRowsT) {
+      const int count = min(kRowsT, hi - t0);
+      __syncthreads();
+      load_k(t0, count);
+      for (int i = tid; i < count * D; i += kRowsThreads) vt[i] = V[(t0 + i / D) * a.v_row + i % D];
+      __syncthreads();
+      const int t = t0 + lane;
+#pragma unroll
+      for (int k = 0; k < kRowsMaxK; ++k) {
+        const int qg = warp + 8 * k;
+        if (k >= nk || qg >= pairs) continue;
+        const double p =
+            lane < count && t <= r0.pos + qg / G ? exp(score(qg, lane) - best[qg]) : 0.0;
+        pt[qg * kRowsT + lane] = p;
+        dsum[k] += p;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int m = 0; m < kRowsMaxOut; ++m) {
+        const int o = tid + m * kRowsThreads;
+        if (o >= outs) continue;
+        const double* p = pt + (o / D) * kRowsT;
+        const int d = o % D;
+        for (int tt = 0; tt < count; ++tt)
+          acc[m] += p[tt] * (static_cast<double>(vt[tt * D + d]) - va[m]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsMaxK; ++k) {
+      if (k >= nk) break;
+      const double s = warp_sum(dsum[k]);
+      const int qg = warp + 8 * k;
+      if (lane == 0 && qg < pairs) den[qg] = s;
     }
   }
-#pragma unroll
-  for (int k = 0; k < kRowsMaxK; ++k) {
-    if (k >= nk) break;
-    const double s = warp_sum(dsum[k]);
-    const int qg = warp + 8 * k;
-    if (lane == 0 && qg < pairs) den[qg] = s;
-  }
-  __syncthreads();
-  if (gridDim.z > 1) {  // one split of several: its partial state, merged by merge_splits_kernel
+
+  // One split of several: its partial state, merged by merge_splits_kernel.
+  __device__ __forceinline__ void write_split(const double (&acc)[kRowsMaxOut]) {
+    const int outs = pairs * D;
     double* part = a.partials + split_offset(a, blockIdx.y, kvh, blockIdx.z);
     for (int qg = tid; qg < pairs; qg += kRowsThreads) {
       part[3 * qg] = best[qg];
@@ -475,16 +527,44 @@ __global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs
       const int o = tid + m * kRowsThreads;
       if (o < outs) part[3 * a.split_pairs + o] = acc[m];
     }
+  }
+
+  __device__ __forceinline__ void write_out(const double (&acc)[kRowsMaxOut],
+                                            const double (&va)[kRowsMaxOut]) {
+    const int outs = pairs * D;
+#pragma unroll
+    for (int m = 0; m < kRowsMaxOut; ++m) {
+      const int o = tid + m * kRowsThreads;
+      if (o >= outs) continue;
+      const int qg = o / D, q = qg / G, g = qg % G;
+      const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
+      a.out[row * a.out_row + h * D + o % D] = va[m] + acc[m] / den[qg];
+    }
+  }
+};
+
+// Grouped: one block per (K/V head, query group) — up to 16 consecutive positions of one
+// request, with the `group` query heads sharing the K/V head — and K/V read through shared
+// memory a tile of 32 positions at a time, once for all of the group's (row, head) pairs. Pass 1
+// finds each pair's first largest score (lane = position in the tile, warp = pair); pass 2
+// recomputes the scores, stores the weights p_t = exp(s_t - s_a) of the tile and accumulates
+// sum p_t (v_t - v_a) in position order, each thread owning up to kRowsMaxOut outputs.
+// Scores are formed in the CPU reference's order (features in order, then the rope part).
+template <class KT, class VT>
+__global__ void __launch_bounds__(kRowsThreads, 2) attend_rows_kernel(AttendArgs a) {
+  extern __shared__ double smem_d[];
+  RowsBlock<KT, VT> b(a, reinterpret_cast<char*>(smem_d));
+  b.load_q();
+  b.first_max();
+  __syncthreads();
+  double acc[kRowsMaxOut], va[kRowsMaxOut];
+  b.accumulate(acc, va);
+  __syncthreads();
+  if (gridDim.z > 1) {
+    b.write_split(acc);
     return;
   }
-#pragma unroll
-  for (int m = 0; m < kRowsMaxOut; ++m) {
-    const int o = tid + m * kRowsThreads;
-    if (o >= outs) continue;
-    const int qg = o / D, q = qg / G, g = qg % G;
-    const int64_t row = grp.row0 + q, h = static_cast<int64_t>(kvh) * G + g;
-    a.out[row * a.out_row + h * D + o % D] = va[m] + acc[m] / den[qg];
-  }
+  b.write_out(acc, va);
 }
 
 // Merges the splits of one (K/V head, query group): per pair, the first largest score over the
@@ -527,6 +607,40 @@ __global__ void merge_splits_kernel(AttendArgs a) {
   }
 }
 
+// attend_kernel's pass 1: the block's first largest score of positions [0, len) (a thread per
+// position in turn, then a tree over the threads, the smaller position winning a tie).
+template <class Score>
+__device__ __forceinline__ void block_first_max(const Score& score, int len, double* s_val,
+                                                int* s_idx, double& top, int& at) {
+  const int tid = threadIdx.x;
+  double best = -INFINITY;
+  int best_t = INT_MAX;
+  for (int t = tid; t < len; t += kThreads) {
+    const double s = score(t);
+    if (s > best) {  // t grows: the first largest of this thread's positions
+      best = s;
+      best_t = t;
+    }
+  }
+  s_val[tid] = best;
+  s_idx[tid] = best_t;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (tid < stride) {
+      const double o = s_val[tid + stride];
+      const int ot = s_idx[tid + stride];
+      if (o > s_val[tid] || (o == s_val[tid] && ot < s_idx[tid])) {
+        s_val[tid] = o;
+        s_idx[tid] = ot;
+      }
+    }
+    __syncthreads();
+  }
+  top = s_val[0];
+  at = s_idx[0];
+  __syncthreads();
+}
+
 // One block per (head, row). Pass 1 finds the first largest score; pass 2 recomputes the scores
 // a tile at a time, turns them into weights p_t = exp(s_t - s_a) and accumulates
 // sum p_t (v_t - v_a) — over the tile's positions by groups of threads when dim is small.
@@ -552,32 +666,9 @@ __global__ void attend_kernel(AttendArgs a) {
 
   __shared__ double s_val[kThreads];
   __shared__ int s_idx[kThreads];
-  double best = -INFINITY;
-  int best_t = INT_MAX;
-  for (int t = tid; t < len; t += kThreads) {
-    const double s = score(t);
-    if (s > best) {  // t grows: the first largest of this thread's positions
-      best = s;
-      best_t = t;
-    }
-  }
-  s_val[tid] = best;
-  s_idx[tid] = best_t;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (tid < stride) {
-      const double o = s_val[tid + stride];
-      const int ot = s_idx[tid + stride];
-      if (o > s_val[tid] || (o == s_val[tid] && ot < s_idx[tid])) {
-        s_val[tid] = o;
-        s_idx[tid] = ot;
-      }
-    }
-    __syncthreads();
-  }
-  const double top = s_val[0];
-  const int at = s_idx[0];
-  __syncthreads();
+  double top;
+  int at;
+  block_first_max(score, len, s_val, s_idx, top, at);
 
   const VT* va = V + at * a.v_row;
   const int groups = a.dim >= kThreads ? 1 : kThreads / a.dim;
