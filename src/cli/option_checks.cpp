@@ -14,12 +14,22 @@ CLI::Validator non_empty_path() {
       "PATH", "non-empty path");
 }
 
+namespace {
+
+// Whether `s` is not empty and all of it reads as one T.
+template <class T>
+bool reads_whole(const std::string& s, T& v) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
 CLI::Validator uint64_text() {
   return CLI::Validator(
       [](std::string& s) {
         uint64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+        if (!reads_whole(s, v))
           return "expected an integer from 0 to 18446744073709551615, got " + s;
         return std::string();
       },
@@ -30,9 +40,7 @@ CLI::Validator positive_finite() {
   return CLI::Validator(
       [](std::string& s) {
         double v = 0.0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) ||
-            !(v > 0.0))
+        if (!reads_whole(s, v) || !std::isfinite(v) || !(v > 0.0))
           return "expected a finite number above 0 (e.g. 1e-5), got " + s;
         return std::string();
       },
