@@ -312,25 +312,23 @@ void ModelRunner::launch(const StepPlan& p, const DecodePlans& plans) {
   dev_.begin_layer(-1, nullptr);
   dev_.rms_norm({.x = h_.as<float>(), .out = x_.as<float>(), .num_rows = rows, .cols = hidden_,
                  .eps = kRmsNormEps});
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = lm_head_.as<float>(),
-               .out = logits_.as<float>(), .out_row_stride = s_.model.vocab_size, .num_rows = rows,
-               .in_dim = hidden_, .out_dim = s_.model.vocab_size});
+  project(rows, lm_head_.as<float>(), nullptr, logits_.as<float>(), s_.model.vocab_size);
   dev_.argmax({.logits = logits_.as<float>(), .tokens = sampled_.as<int32_t>(), .num_rows = rows,
                .vocab = s_.model.vocab_size});
+}
+
+void ModelRunner::project(int32_t rows, const float* w, const float* bias, float* out,
+                          int32_t out_dim) {
+  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = w, .bias = bias, .out = out,
+               .out_row_stride = out_dim, .num_rows = rows, .in_dim = hidden_, .out_dim = out_dim});
 }
 
 void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev) {
   const ModelSpec& m = s_.model;
   const int32_t rows = p.padded_rows, kv_dim = m.num_kv_heads * m.head_dim;
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wq.as<float>(),
-               .out = q_.as<float>(), .out_row_stride = q_dim_, .num_rows = rows, .in_dim = hidden_,
-               .out_dim = q_dim_});
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wk.as<float>(),
-               .out = k_.as<float>(), .out_row_stride = kv_dim, .num_rows = rows, .in_dim = hidden_,
-               .out_dim = kv_dim});
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wv.as<float>(),
-               .bias = L.bias.as<float>(), .out = v_.as<float>(), .out_row_stride = kv_dim,
-               .num_rows = rows, .in_dim = hidden_, .out_dim = kv_dim});
+  project(rows, L.wq.as<float>(), nullptr, q_.as<float>(), q_dim_);
+  project(rows, L.wk.as<float>(), nullptr, k_.as<float>(), kv_dim);
+  project(rows, L.wv.as<float>(), L.bias.as<float>(), v_.as<float>(), kv_dim);
   dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .v = v_.as<float>(), .k_row_stride = kv_dim,
                  .v_row_stride = kv_dim, .slot_mapping = inputs_.slots.as<int64_t>(),
                  .num_tokens = rows});
@@ -344,12 +342,8 @@ void ModelRunner::launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* 
   const int32_t rows = p.padded_rows, H = m.num_q_heads, R = m.kv_lora_rank;
   const int32_t qw = H * latent_dim_;
   // Absorbed query: per head [Wuk_h^T q_nope | q_rope], so attention runs over the latent rows.
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wq.as<float>(),
-               .out = q_.as<float>(), .out_row_stride = qw, .num_rows = rows, .in_dim = hidden_,
-               .out_dim = qw});
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wk.as<float>(),
-               .bias = L.bias.as<float>(), .out = k_.as<float>(), .out_row_stride = latent_dim_,
-               .num_rows = rows, .in_dim = hidden_, .out_dim = latent_dim_});
+  project(rows, L.wq.as<float>(), nullptr, q_.as<float>(), qw);
+  project(rows, L.wk.as<float>(), L.bias.as<float>(), k_.as<float>(), latent_dim_);
   // The latent is K; V is its first kv_lora_rank features.
   dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .k_row_stride = latent_dim_,
                  .slot_mapping = inputs_.slots.as<int64_t>(), .num_tokens = rows});
@@ -367,12 +361,8 @@ void ModelRunner::launch_linear(const StepPlan& p, LayerBuffers& L) {
   const ModelSpec& m = s_.model;
   const int32_t rows = p.padded_rows, H = m.num_q_heads;
   for (auto [w, out] : {std::pair{&L.wq, &q_}, std::pair{&L.wk, &k_}, std::pair{&L.wv, &v_}})
-    dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = w->as<float>(),
-                 .out = out->as<float>(), .out_row_stride = q_dim_, .num_rows = rows,
-                 .in_dim = hidden_, .out_dim = q_dim_});
-  dev_.linear({.x = x_.as<float>(), .x_row_stride = hidden_, .w = L.wg.as<float>(),
-               .bias = L.bias.as<float>(), .out = gate_.as<float>(), .out_row_stride = H,
-               .num_rows = rows, .in_dim = hidden_, .out_dim = H});
+    project(rows, w->as<float>(), nullptr, out->as<float>(), q_dim_);
+  project(rows, L.wg.as<float>(), L.bias.as<float>(), gate_.as<float>(), H);
   LinearAttnArgs a;
   a.state = L.state;
   a.state_block_stride = L.state_stride;

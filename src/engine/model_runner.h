@@ -94,6 +94,8 @@ class ModelRunner {
   void ensure_context_capacity(int32_t tokens);
   // The step's ops in order; recorded instead of run while a graph is being captured.
   void launch(const StepPlan& p, const DecodePlans& plans);
+  // out[rows][out_dim] = x_ W^T (+ bias): a projection of the normed hidden states.
+  void project(int32_t rows, const float* w, const float* bias, float* out, int32_t out_dim);
   void launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
   void launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev);
   void launch_linear(const StepPlan& p, LayerBuffers& L);
