@@ -9,7 +9,7 @@ regressions runs a second time on each backend with them on (its own expectation
 never counts as agreement. The header records the GPU, driver and CUDA versions, the plugin's name
 and version (FlashInfer's carries its wheel sha256) and the kvcheck commit. Disagreements are
 classified by hand in a notes file (JSON: {"scenario path under scenarios/": "one line of why"}),
-whose lines go into the table.
+whose lines go into the table. Runs and reads kvcheck through scripts/kvcheck_lib.py.
 
 A plugin is PATH or PATH::OPTIONS (its --backend-option text, e.g. prefill=ragged): one column
 each.
@@ -25,26 +25,18 @@ each.
 import argparse
 import datetime
 import json
-import math
 import pathlib
 import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+import kvcheck_lib as kv
 
 
 def scenarios():
-    files = sorted(p for p in (REPO / "scenarios").rglob("*.json") if "schema" not in p.parts)
-    host = [p for p in files if p.parent.name != "gpu"]
-    return host + [p for p in files if p.parent.name == "gpu"]
-
-
-def worst(errors):
-    """The largest of per-epoch errors as the result writes them (a number, null, or a string
-    such as "inf" / "nan" for a non-finite one); a NaN wins."""
-    vals = [float(e) for e in errors if e is not None] or [0.0]
-    return float("nan") if any(math.isnan(v) for v in vals) else max(vals)
+    """Every scenario file, the GPU-scale ones (directly in scenarios/gpu/) last."""
+    files = kv.scenario_files()
+    return [p for p in files if not kv.is_gpu_scale(p)] + [p for p in files if kv.is_gpu_scale(p)]
 
 
 def has_regressions(scenario):
@@ -58,18 +50,18 @@ def run(kvcheck, scenario, out_dir, plugin, extra, clean=True):
     if plugin:
         path, _, options = plugin.partition("::")
         cmd += ["--backend", path] + (["--backend-option", options] if options else [])
-    p = subprocess.run(cmd + extra, capture_output=True, text=True)
-    row = {"exit": p.returncode}
-    try:
-        doc = json.loads(p.stdout)
-    except json.JSONDecodeError:
+    p = kv.run(cmd + extra)
+    row = {"exit": p.code}
+    doc = p.document()
+    if doc is None:
         reason = [l for l in p.stderr.splitlines() if "cannot run" in l or "error" in l]
         text = reason[0] if reason else " ".join(p.stderr.split())[-200:]
-        row["text"] = f"exit {p.returncode}: {text}"
+        row["text"] = f"exit {p.code}: {text}"
         return row
     row["kvcheck"] = doc.get("kvcheck_version", "")
     row["verdict"] = doc["verdict"]
-    row["max_err"] = worst([e.get("max_rel_error") for e in doc["epochs"]])
+    row["max_err"] = kv.worst_error(kv.error_value(e.get("max_rel_error"))
+                                    for e in doc["epochs"])
     row["seconds"] = doc["seconds"]
     f = doc.get("first_failure")
     row["site"] = f["site"] if f else None
@@ -187,14 +179,13 @@ def run_all(a, extra):
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip()
-    commit = a.commit or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
+    commit = a.commit or kv.git_commit()
     records, plugin_names, version = [], {}, ""
     scale = a.scale_args.split()
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios():
             # The scale args shorten the clean runs only: a regression may need every epoch.
-            args = extra + (scale if s.parent == REPO / "scenarios" / "gpu" else [])
+            args = extra + (scale if kv.is_gpu_scale(s) else [])
             regs = has_regressions(s)
             base = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, args)
             base_reg = run(a.kvcheck, s, pathlib.Path(tmp) / "builtin", None, extra, False) \
@@ -216,7 +207,7 @@ def run_all(a, extra):
                 if r_reg is not None:
                     st = ", ".join(x for x in (st, regression_status(base_reg, r_reg)) if x)
                 statuses.append(st)
-            records.append({"scenario": str(s.relative_to(REPO / "scenarios")), "cells": cells,
+            records.append({"scenario": kv.scenario_name(s), "cells": cells,
                             "statuses": statuses})
             print(json.dumps(records[-1]), file=sys.stderr, flush=True)
     command = ("scripts/backends-table.py " + " ".join([a.kvcheck] + a.plugins) +

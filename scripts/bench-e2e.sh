@@ -12,12 +12,7 @@
 # engine's and checker's normal cost, not a failure's).
 set -uo pipefail
 
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="$(mkdir -p "$1" && cd "$1" && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/out-dir.sh" OUTDIR "$@"
 kvcheck="${KVCHECK:-$repo/build/kvcheck}"
 seed="${E2E_SEED_SCENARIO:-$repo/scenarios/seeds/000-mla-linear-hybrid-not-zeroed.json}"
 million="$repo/scenarios/gpu/million-tokens.json"

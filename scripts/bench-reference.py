@@ -15,24 +15,25 @@ prints a markdown table, one row per run:
                epochs[].reference_seconds, one per epoch (the GPU reference keeps finished
                requests' histories: later epochs compute only what differs);
 the reference mode used (checks.reference "auto" resolved) and the GPU reference's peak memory.
---extra adds arguments to every run (e.g. "--epochs 1")."""
+--extra adds arguments to every run (e.g. "--epochs 1"). Runs kvcheck through
+scripts/kvcheck_lib.py."""
 import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 
+import kvcheck_lib as kv
+
 
 def run(a, out, scenario, ref, serial):
-    cmd = [a.kvcheck, "run", scenario, "--device", "cuda", "--reference-device", ref,
-           "-q", "--json", "--out", out, *shlex.split(a.extra)]
+    args = ["--device", "cuda", "--reference-device", ref, *shlex.split(a.extra)]
     if serial:
-        cmd.append("--serial-checks")
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode >= 2:
-        return None, f"exit {p.returncode}: {p.stderr.strip()[:200]}"
+        args.append("--serial-checks")
+    p = kv.run_scenario(a.kvcheck, scenario, out, args)
+    if p.code >= kv.BAD_INPUT:
+        return None, f"exit {p.code}: {p.stderr.strip()[:200]}"
     return json.loads(p.stdout), None
 
 
@@ -58,8 +59,8 @@ def main():
                 if err:
                     print(f"| {name} | {ref} | - | {label} | {err} |")
                     continue
-                check = sum(e["check_seconds"] for e in d["epochs"])
-                waited = sum(e["check_wait_seconds"] for e in d["epochs"])
+                check = kv.epoch_sum(d, "check_seconds")
+                waited = kv.epoch_sum(d, "check_wait_seconds")
                 wall = d["seconds"]
                 if serial:
                     forward = wall - check

@@ -20,6 +20,7 @@ precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp; resu
       cache dtype call for (what a model the table does not fit writes into its scenario).
       --exclude leaves a scenario's runs out of the table (not out of its own figures).
 Not a CI job: a calibration is run once and its figures go to results/oracle-calibration.md.
+Runs and reads kvcheck through scripts/kvcheck_lib.py.
 """
 import argparse
 import concurrent.futures
@@ -29,16 +30,16 @@ import json
 import math
 import pathlib
 import signal
-import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+import kvcheck_lib as kv
+
 DTYPES = ["f32", "f16", "bf16", "fp8_e4m3"]
 
 
 def default_scenarios():
-    s = REPO / "scenarios"
+    s = kv.SCENARIOS
     return [s / "smoke.json"] + sorted(
         p for d in ("seeds", "regressions", "shapes", "gpu/seeds", "gpu/regressions")
         for p in (s / d).glob("*.json"))
@@ -67,39 +68,28 @@ def forced(src, dtype, tmp):
     checks = doc.setdefault("checks", {})
     checks["tolerance"] = 0.999
     checks.pop("site_tolerances", None)  # they would go over the opened tolerance
-    rel = scenario_name(src)
+    rel = kv.scenario_name(src)
     path = tmp / f'{rel.replace("/", "_")[:-5]}.{dtype}.json'
     path.write_text(json.dumps(doc))
     return rel, path
 
 
-def scenario_name(path):
-    """How records name a scenario: relative to scenarios/ where it is in there, else its path."""
-    path = pathlib.Path(path).resolve()
-    try:
-        return str(path.relative_to(REPO / "scenarios"))
-    except ValueError:
-        return str(path)
-
-
 def run_one(kvcheck, path, seed, device, backend, out_dir):
-    cmd = [kvcheck, "run", str(path), "--device", device, "--seed", str(seed),
-           "--no-regressions", "--expect", "clean", "--json", "-q", "--out", str(out_dir)]
+    args = ["--device", device, "--seed", str(seed), "--no-regressions", "--expect", "clean"]
     if backend:
-        cmd += ["--backend", backend]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode == 3:
-        return {"exit": 3}
-    try:
-        doc = json.loads(p.stdout)
-    except json.JSONDecodeError:
-        return {"exit": p.returncode, "error": p.stderr.strip()[-300:]}
+        args += ["--backend", backend]
+    p = kv.run_scenario(kvcheck, path, out_dir, args)
+    if p.code == kv.CANNOT_RUN:
+        return {"exit": kv.CANNOT_RUN}
+    doc = p.document()
+    if doc is None:
+        return {"exit": p.code, "error": p.stderr.strip()[-300:]}
     sites = {}
     for e in doc["epochs"]:
         for site, v in e.get("max_rel_error_by_site", {}).items():
-            v = float(v)
+            v = kv.error_value(v)
             sites[site] = v if math.isnan(v) or site not in sites else max(sites[site], v)
-    return {"exit": p.returncode, "verdict": doc["verdict"], "sites": sites,
+    return {"exit": p.code, "verdict": doc["verdict"], "sites": sites,
             "precision": "half_io" if backend else "f32"}
 
 
@@ -131,7 +121,7 @@ def measure(a):
                 r = fut.result()
                 r.update({"scenario": rel, "dtype": dtype, "seed": seed, "device": a.device})
                 records.append(r)
-                if r["exit"] not in (0, 3):
+                if r["exit"] not in (kv.OK, kv.CANNOT_RUN):
                     print(f"NOT CLEAN: {rel} {dtype} seed {seed}: {r}", file=sys.stderr)
                 if k % 200 == 0:
                     print(f"{k}/{len(jobs)}", file=sys.stderr, flush=True)
@@ -149,8 +139,7 @@ def write_records(a, records, planned):
     meta = {"date": str(datetime.date.today()), "kvcheck": a.kvcheck, "device": a.device,
             "backend": a.backend, "seeds": a.seeds, "dtypes": a.dtypes, "runs": len(records),
             "planned": planned,
-            "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                     capture_output=True, text=True).stdout.strip()}
+            "commit": kv.git_commit()}
     tmp = pathlib.Path(a.out + ".tmp")
     tmp.write_text(json.dumps({"meta": meta, "records": list(records)}) + "\n")
     tmp.replace(a.out)
@@ -158,8 +147,8 @@ def write_records(a, records, planned):
 
 @functools.lru_cache(maxsize=None)
 def native_dtype(name):
-    """The cache dtype scenario `name` (scenario_name()) names itself."""
-    doc = json.loads((REPO / "scenarios" / name).read_text())  # an absolute name stays one
+    """The cache dtype scenario `name` (kv.scenario_name()) names itself."""
+    doc = json.loads((kv.SCENARIOS / name).read_text())  # an absolute name stays one
     return doc.get("cache", {}).get("dtype", "bf16")
 
 
@@ -175,22 +164,22 @@ def report(a):
     worst, runs, skipped, unclean, metas, per_scenario = {}, {}, 0, 0, [], {}
     excluded = set()
     for x in a.exclude:  # a path, or a name as the records give it (relative to scenarios/)
-        path = pathlib.Path(x) if pathlib.Path(x).exists() else REPO / "scenarios" / x
+        path = pathlib.Path(x) if pathlib.Path(x).exists() else kv.SCENARIOS / x
         if not path.exists():
             sys.exit(f"--exclude {x}: no such scenario (a path, or relative to scenarios/)")
-        excluded.add(scenario_name(path))
+        excluded.add(kv.scenario_name(path))
     seen = set()  # scenarios the records hold
     for f in a.records:
         doc = json.loads(pathlib.Path(f).read_text())
         metas.append(doc["meta"])
         for r in doc["records"]:
             seen.add(r["scenario"])
-            if r["exit"] == 3:
+            if r["exit"] == kv.CANNOT_RUN:
                 skipped += 1
                 continue
-            if r["exit"] != 0:
+            if r["exit"] != kv.OK:
                 unclean += 1
-            if r["exit"] == 0 and r["dtype"] == native_dtype(r["scenario"]):
+            if r["exit"] == kv.OK and r["dtype"] == native_dtype(r["scenario"]):
                 own = per_scenario.setdefault(r["scenario"], {})
                 for site, v in r.get("sites", {}).items():
                     if not math.isnan(v):  # a NaN row fails its run: not clean

@@ -12,7 +12,9 @@ import os
 import re
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import kvcheck_lib
+
+REPO = str(kvcheck_lib.REPO)
 
 # What each module may include besides itself. kernels/ is the bottom (shared host/device math);
 # kvcheck/ is the public ABI header (include/kvcheck/); cli/ is the top.

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import urllib.parse
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from kvcheck_lib import REPO
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

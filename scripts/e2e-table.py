@@ -4,11 +4,14 @@
 Per run (a kvcheck.result JSON document): device, steps, tokens, wall seconds of the epochs, steps
 and tokens per second, the shares of the wall time spent in the model's steps on the device
 (forward) and in the reference and checks (check), the reference mode and the peak of cached
-tokens. Files that are missing or not JSON (a run that failed) are listed as such.
+tokens. Files that are missing or not JSON (a run that failed) are listed as such. Reads the
+results with scripts/kvcheck_lib.py.
 """
 import json
 import pathlib
 import sys
+
+import kvcheck_lib as kv
 
 
 def row(path):
@@ -19,11 +22,11 @@ def row(path):
     if isinstance(doc, list):  # --json prints a list when several scenarios ran
         doc = doc[0]
     ep = doc["epochs"]
-    steps = sum(e["steps"] for e in ep)
-    tokens = sum(e["tokens"] for e in ep)
-    secs = sum(e["seconds"] for e in ep)
-    fwd = sum(e.get("forward_seconds") or 0.0 for e in ep)
-    chk = sum(e.get("check_seconds") or 0.0 for e in ep)
+    steps = kv.epoch_sum(doc, "steps")
+    tokens = kv.epoch_sum(doc, "tokens")
+    secs = kv.epoch_sum(doc, "seconds")
+    fwd = kv.epoch_sum(doc, "forward_seconds")
+    chk = kv.epoch_sum(doc, "check_seconds")
     peak = max((e.get("peak_cached_tokens") or 0) for e in ep)
     mode = doc.get("reference_mode", "?")
     if mode == "sampled":

@@ -31,12 +31,8 @@
 # packages of scripts/setup.sh. No network. Leaves GPU settings alone (only reads nvidia-smi).
 set -uo pipefail
 
-if [ $# -ne 1 ]; then
-  echo "usage: $0 LOGDIR" >&2
-  exit 2
-fi
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-logdir="$(mkdir -p "$1" && cd "$1" && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/out-dir.sh" LOGDIR "$@"
+logdir="$out"
 build="${BUILD_DIR:-$repo/build-gpu}"
 arch="${CMAKE_CUDA_ARCHITECTURES:-90}"
 jobs="$(nproc)"

@@ -19,11 +19,11 @@ first_failure.ops holds it, or its error block's op is it (verdict error).
 --tree is the source tree that is mutated (default: a copy of the repository's tracked files
 under build-mutation/tree, refreshed file by file so the build stays incremental); the repository
 itself may be given, then each file is restored after its mutant, also on SIGINT/SIGTERM. The
-table goes to --out (default results/mutation-score.md), rewritten after every mutant. Stdlib only.
+table goes to --out (default results/mutation-score.md), rewritten after every mutant. Stdlib only;
+runs and reads kvcheck through scripts/kvcheck_lib.py.
 """
 import argparse
 import datetime
-import glob
 import json
 import os
 import shutil
@@ -32,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import kvcheck_lib as kv
+
+REPO = str(kv.REPO)
 RULES = os.path.join(REPO, "scripts", "mutants.json")
 
 
@@ -73,10 +75,8 @@ def check_anchors(rules):
 
 def suite(tree):
     sc = os.path.join(tree, "scenarios")
-    files = sorted(glob.glob(os.path.join(sc, "*.json")))
-    for sub in ("regressions", "seeds", "shapes"):
-        files += sorted(glob.glob(os.path.join(sc, sub, "*.json")))
-    return files
+    return [str(p) for sub in ("", "regressions", "seeds", "shapes")
+            for p in kv.scenarios_in(sub, root=sc)]
 
 
 def sync_tree(tree):
@@ -109,16 +109,7 @@ def build(tree, build_dir, jobs):
 
 def first_miss(out_dir):
     """The first result (original before its twin) that misses its expectation, or None."""
-    docs = []
-    for name in os.listdir(out_dir):
-        if name.endswith(".json"):
-            with open(os.path.join(out_dir, name)) as f:
-                docs.append(json.load(f))
-    docs.sort(key=lambda d: len(d.get("scenario", "")))  # "<name>" before "<name>.clean"
-    for d in docs:
-        if not d.get("meets_expectation") or d.get("verdict") == "error":
-            return d
-    return None
+    return next((d for d in kv.read_results(out_dir) if kv.misses_expectation(d)), None)
 
 
 def run_suite(kvcheck, scenarios, tree, timeout, stop_at_first=True):
@@ -126,18 +117,11 @@ def run_suite(kvcheck, scenarios, tree, timeout, stop_at_first=True):
     runs = []
     for s in scenarios:
         with tempfile.TemporaryDirectory(prefix="kvmut-") as out:
-            t0 = datetime.datetime.now()
-            try:
-                p = subprocess.run([kvcheck, "run", s, "--clean-twins", "-q", "--out", out],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                   timeout=timeout)
-                rc, err = p.returncode, p.stderr
-            except subprocess.TimeoutExpired:
-                rc, err = "timeout", ""
-            secs = (datetime.datetime.now() - t0).total_seconds()
-            miss = first_miss(out) if rc != 0 else None
-        runs.append((os.path.relpath(s, tree), rc, miss, secs, err.strip()[-300:]))
-        if rc != 0 and stop_at_first:
+            p = kv.run_kvcheck(kvcheck, ["run", s, "--clean-twins", "-q", "--out", out],
+                               timeout=timeout)
+            miss = first_miss(out) if p.code != kv.OK else None
+        runs.append((os.path.relpath(s, tree), p.code, miss, p.seconds, p.stderr.strip()[-300:]))
+        if p.code != kv.OK and stop_at_first:
             break
     return runs
 
@@ -145,7 +129,7 @@ def run_suite(kvcheck, scenarios, tree, timeout, stop_at_first=True):
 def describe(rule, runs):
     """The row's fields from the suite's runs."""
     last = runs[-1] if runs else None
-    if not last or last[1] == 0:
+    if not last or last[1] == kv.OK:
         return {"caught": False, "by": "-", "failure": "-", "names_op": None}
     scenario, rc, miss, _, err = last
     by = scenario
@@ -159,7 +143,7 @@ def describe(rule, runs):
     if miss.get("verdict") == "error":
         e = miss.get("error") or {}
         what = "error {} in {}".format(e.get("kind"), e.get("op"))
-        named = e.get("op") == rule["op"]
+        named = kv.names_op(miss, rule["op"])
     elif not miss.get("first_failure"):
         what = "{} (expected {}): the expected corruption was not found".format(
             miss.get("verdict"), miss.get("expected"))
@@ -170,7 +154,7 @@ def describe(rule, runs):
         what = "{} (expected {}): {} {} [{}]".format(miss.get("verdict"), miss.get("expected"),
                                                     ff.get("site", "-"), ff.get("check", ""),
                                                     ", ".join(ops))
-        named = rule["op"] in ops
+        named = kv.names_op(miss, rule["op"])
         return {"caught": True, "by": by, "failure": what, "names_op": named,
                 "num_ops": len(ops)}
     return {"caught": True, "by": by, "failure": what, "names_op": named, "num_ops": 1}
@@ -286,8 +270,7 @@ def main():
     build_dir = os.path.abspath(args.build or os.path.join(os.path.dirname(tree), "build"))
     if os.path.realpath(tree) != os.path.realpath(REPO):
         sync_tree(tree)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                            stdout=subprocess.PIPE, text=True).stdout.strip()
+    commit = kv.git_commit()
     command = "scripts/mutation-score.py " + " ".join(
         a if not a.startswith("/") else os.path.relpath(a, REPO) for a in sys.argv[1:])
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M UTC")
@@ -299,7 +282,7 @@ def main():
         raise SystemExit("the unmutated tree does not build:\n" + log)
     if not args.skip_baseline:
         runs = run_suite(kvcheck, scenarios, tree, args.timeout)
-        if runs[-1][1] != 0:
+        if runs[-1][1] != kv.OK:
             raise SystemExit("the unmutated suite fails at {} (exit {})".format(*runs[-1][:2]))
         print("baseline: {} scenarios pass in {:.0f} s".format(
             len(runs), sum(r[3] for r in runs)), flush=True)

@@ -12,14 +12,13 @@ hung worker), option values that must be refused, `ulimit -v` below a scenario's
 (scripts/build.sh): DIR defaults to build/.
 
 Prints one line per case (expected, got) and then how many cases ended in each outcome; exits 1
-when any case did not end as it must. results/robustness.md records its output.
+when any case did not end as it must. results/robustness.md records its output. Runs kvcheck
+through scripts/kvcheck_lib.py.
 """
 import argparse
-import glob
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -27,7 +26,9 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import kvcheck_lib as kv
+
+REPO = str(kv.REPO)
 OPS = ["write_kv", "paged_decode", "gather_kv", "varlen_attention", "merge_states",
        "linear_attention", "fill_blocks", "quant_fp8"]  # what the host plugin implements
 HOWS = ["crash", "abort", "exit0", "exit3", "hang", "error"]
@@ -41,20 +42,12 @@ def record(case, expected, got):
     print(f"{'ok  ' if ok else 'FAIL'} {case}: expected {expected}, got {got}", flush=True)
 
 
-def run(cmd, cwd, timeout=120, **kw):
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw)
-        return r.returncode, r.stdout, r.stderr
-    except subprocess.TimeoutExpired:
-        return "timeout", "", ""
+def run(cmd, cwd, timeout=120):
+    r = kv.run(cmd, timeout=timeout, cwd=cwd)
+    return r.code, r.stdout, r.stderr
 
 
-def outcome(code):
-    if code == "timeout":
-        return "hung (kvcheck)"
-    if isinstance(code, int) and code < 0:
-        return f"killed by {signal.Signals(-code).name}"
-    return f"exit {code}"
+outcome = kv.describe_exit
 
 
 def plugin_cases(k, fatal, ctor, work, tiny):
@@ -216,18 +209,13 @@ def many_files_case(k, work, count):
         p = os.path.join(files, f"s{i:05d}.json")
         json.dump(smoke, open(p, "w"))
         paths.append(p)
-    # A fresh interpreter per run: its RUSAGE_CHILDREN peak is that one kvcheck's.
-    probe = ("import resource, subprocess, sys\n"
-             "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
-             "n = len(__import__('json').loads(r.stdout)) if '--json' in sys.argv else 0\n"
-             "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-             "print(r.returncode, peak, n)\n")
     for extra in ([], ["--json"]):
         t = time.monotonic()
         out_dir = os.path.join(work, "many-out")
-        code, out, _ = run([sys.executable, "-c", probe, k, "run", "-q", "--out", out_dir, *extra,
-                            *paths], work, timeout=7200)
-        rc, peak, docs = (int(x) for x in out.split()) if code == 0 else (code, 0, 0)
+        r = kv.run_kvcheck(k, ["run", "-q", "--out", out_dir, *extra, *paths], cwd=work,
+                           timeout=7200, peak_rss=True)
+        docs = r.document() if extra else None
+        rc, peak, docs = r.code, r.peak_rss_bytes // 1024, len(docs) if docs else 0
         written = len(os.listdir(out_dir)) if os.path.isdir(out_dir) else 0
         shutil.rmtree(out_dir, ignore_errors=True)
         print(f"     {count} files {' '.join(extra)}: {time.monotonic() - t:.0f} s, peak RSS "

@@ -5,19 +5,20 @@ Runs every scenarios/seeds/*.json as written (regression on), with --no-regressi
 seed 001 also with --zero-init-outputs (the reverted mitigation, regression still on), and prints
 a markdown table: per epoch, the share of clean requests (the analogue of seed 000's GSM8K score),
 non-finite outputs and the largest drift. Usage: scripts/seed-table.py [KVCHECK] [DEVICE]
+Runs kvcheck through scripts/kvcheck_lib.py.
 """
-import glob, json, os, subprocess, sys, tempfile
+import json, sys, tempfile
 
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-kvcheck = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build", "kvcheck")
+import kvcheck_lib as kv
+
+kvcheck = sys.argv[1] if len(sys.argv) > 1 else kv.default_kvcheck()
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
 
 
 def run(path, *extra):
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([kvcheck, "run", path, "--device", device, "--json", "-q", "--out", tmp,
-                              *extra], capture_output=True, text=True)
-    if out.returncode not in (0, 1):
+        out = kv.run_scenario(kvcheck, path, tmp, ["--device", device, *extra])
+    if out.code not in (kv.OK, kv.MISMATCH):
         sys.exit(f"kvcheck failed on {path} {extra}: {out.stderr}")
     return json.loads(out.stdout)
 
@@ -30,8 +31,8 @@ print(f"Device: {device}. Command: `scripts/seed-table.py {' '.join(sys.argv[1:]
 print()
 print("| seed scenario | regression | run | epoch | clean requests | non-finite | max rel err | us/step | zero-init us/step |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
-for path in sorted(glob.glob(os.path.join(root, "scenarios", "seeds", "*.json"))):
-    name = os.path.basename(path)[:-5]
+for path in kv.scenarios_in("seeds"):
+    name = path.stem
     runs = [("on", ()), ("off", ("--no-regressions", "--expect", "clean"))]
     if name.startswith("001"):
         runs.insert(1, ("on + zero-init", ("--zero-init-outputs", "--expect", "clean")))

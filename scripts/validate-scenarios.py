@@ -8,16 +8,18 @@ own parser: what an editor using scenarios/schema/scenario.schema.json accepts m
   scripts/validate-scenarios.py --self-test  the check can fail: bad scenarios are refused
 
 Exits 0 when every file is valid, 1 naming each invalid file and its errors, 2 on a usage or
-setup problem (no jsonschema module, an unreadable schema).
+setup problem (no jsonschema module, an unreadable schema). Walks scenarios/ and runs itself
+through scripts/kvcheck_lib.py.
 """
 import argparse
 import json
 import pathlib
-import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+import kvcheck_lib as kv
+
+REPO = kv.REPO
 SCHEMA = REPO / "scenarios" / "schema" / "scenario.schema.json"
 
 try:
@@ -26,11 +28,6 @@ except ImportError:
     print("validate-scenarios: the jsonschema module is missing; install python3-jsonschema "
           "(scripts/setup.sh does)", file=sys.stderr)
     sys.exit(2)
-
-
-def scenario_files():
-    root = REPO / "scenarios"
-    return sorted(p for p in root.rglob("*.json") if "schema" not in p.relative_to(root).parts)
 
 
 def load_validator(schema_path):
@@ -95,17 +92,16 @@ def self_test():
         def run(name, doc):
             path = pathlib.Path(tmp).resolve() / name
             path.write_text(json.dumps(doc), encoding="utf-8")
-            return path, subprocess.run([sys.executable, __file__, str(path)],
-                                        capture_output=True, text=True)
+            return path, kv.run([sys.executable, __file__, str(path)])
 
         for name, (doc, where) in BAD_SCENARIOS.items():
             path, r = run(name, doc)
-            if r.returncode != 1 or f"{path}: {where}" not in r.stderr:
+            if r.code != 1 or f"{path}: {where}" not in r.stderr:
                 failures.append(f"{name}: expected exit 1 and '{path}: {where}', got exit "
-                                f"{r.returncode}: {r.stderr.strip()}")
+                                f"{r.code}: {r.stderr.strip()}")
         _, r = run("minimal.json", {"format": 1})
-        if r.returncode != 0:
-            failures.append(f"minimal.json: expected exit 0, got {r.returncode}: {r.stderr}")
+        if r.code != 0:
+            failures.append(f"minimal.json: expected exit 0, got {r.code}: {r.stderr}")
     for f in failures:
         print(f"validate-scenarios --self-test: {f}", file=sys.stderr)
     print(f"self-test: {len(BAD_SCENARIOS) + 1 - len(failures)} of {len(BAD_SCENARIOS) + 1} ok")
@@ -121,7 +117,7 @@ def main():
     if args.self_test:
         return self_test()
     try:
-        return validate([f.resolve() for f in args.files] or scenario_files(), args.schema)
+        return validate([f.resolve() for f in args.files] or kv.scenario_files(), args.schema)
     except (OSError, json.JSONDecodeError, jsonschema.SchemaError) as e:
         print(f"validate-scenarios: cannot use the schema {args.schema}: {e}", file=sys.stderr)
         return 2

@@ -6,29 +6,23 @@ in-process device, and the backend ran every op call of the run.
 
 Without --device: the host ops (libkvcheck_backend_host.so) against `kvcheck run S` (the host
 device). --device cuda: the CUDA ops (libkvcheck_backend_cuda.so) against `kvcheck run S --device
-cuda`, both runs on the GPU (scripts/gpu-check.sh runs it over the scenarios)."""
+cuda`, both runs on the GPU (scripts/gpu-check.sh runs it over the scenarios). Runs and reads
+kvcheck through scripts/kvcheck_lib.py."""
 import json
 import pathlib
-import subprocess
 import sys
 
-TIMES = (
-    "seconds", "check_seconds", "check_wait_seconds", "reference_seconds", "forward_seconds",
-    "zero_init_seconds")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "scripts"))
+import kvcheck_lib as kv  # noqa: E402
 
 
 def run(kvcheck, scenario, out, extra):
-    r = subprocess.run([kvcheck, "run", scenario, "--json", "-q", "--out", str(out)] + extra,
-                       capture_output=True, text=True)
+    r = kv.run_scenario(kvcheck, scenario, out, extra)
     if not r.stdout.strip():
-        sys.exit(f"no result document (exit {r.returncode}): {r.stderr.strip()}")
-    doc = json.loads(r.stdout)
+        sys.exit(f"no result document (exit {r.code}): {r.stderr.strip()}")
+    doc = kv.without_timings(json.loads(r.stdout))
     backend = doc.pop("backend", None)
-    doc.pop("seconds")
-    for e in doc["epochs"]:
-        for k in TIMES:
-            e.pop(k)
-    return r.returncode, doc, backend
+    return r.code, doc, backend
 
 
 def main():

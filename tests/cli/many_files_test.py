@@ -11,14 +11,17 @@ Each run must:
     options, with every path, were copied once per scenario: 1,000 files 91 MB, 10,000 over 6 GB);
   - have written one result file per scenario it finished, and (--json) printed exactly those
     documents as one JSON array, closed although the run stopped early.
-A whole 10,000-scenario run (about 12 minutes) is in scripts/robustness.sh, not here.
+A whole 10,000-scenario run (about 12 minutes) is in scripts/robustness.sh, not here. Runs
+kvcheck through scripts/kvcheck_lib.py.
 """
 import json
 import os
-import re
+import pathlib
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import kvcheck_lib as kv  # noqa: E402
 
 COUNT = 10_000
 DEADLINE = 8
@@ -33,11 +36,10 @@ def fail(msg):
 
 def main():
     kvcheck, work = sys.argv[1], sys.argv[2]
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     shutil.rmtree(work, ignore_errors=True)
     files = os.path.join(work, "scenarios")
     os.makedirs(files)
-    with open(os.path.join(repo, "scenarios", "smoke.json")) as f:
+    with open(kv.SCENARIOS / "smoke.json") as f:
         smoke = json.load(f)
     paths = []
     for i in range(COUNT):
@@ -49,24 +51,10 @@ def main():
 
     for extra in ([], ["--json"]):
         out = os.path.join(work, "out" + ("-json" if extra else ""))
-        # A fresh interpreter's RUSAGE_CHILDREN is this one child's peak (we run one at a time,
-        # and ru_maxrss of children is the largest of them): measure the first, then a second
-        # process for the second.
-        cmd = [kvcheck, "run", "-q", "--out", out, "--max-seconds", str(DEADLINE), *extra, *paths]
-        probe = (
-            "import resource, subprocess, sys, time\n"
-            "t = time.monotonic()\n"
-            "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
-            "sys.stdout.buffer.write(r.stdout)\n"
-            "sys.stderr.buffer.write(r.stderr)\n"
-            "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
-            "sys.stderr.write(f'\\n#probe {r.returncode} {peak} {time.monotonic() - t:.2f}\\n')\n"
-        )
-        r = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True)
-        m = re.search(r"#probe (-?\d+) (\d+) ([\d.]+)", r.stderr)
-        if not m:
-            fail(f"the probe said nothing: {r.stderr[-2000:]}")
-        code, peak, wall = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        # The peak is this one kvcheck's (kv.run's probe).
+        r = kv.run_kvcheck(kvcheck, ["run", "-q", "--out", out, "--max-seconds", str(DEADLINE),
+                                     *extra, *paths], peak_rss=True)
+        code, peak, wall = r.code, r.peak_rss_bytes, r.seconds
         label = "with --json" if extra else "with the table"
         print(f"{label}: exit {code}, peak RSS {peak / 2**20:.1f} MiB, {wall:.1f} s")
         if code != 3:

@@ -9,25 +9,29 @@ The GPU reference is the CPU reference (issue 20), on one scenario, with the run
      first failure (where: epoch, step, request, position, layer, head, site, check; its value
      to 1e-6 relative).
 Extra arguments go to every run (e.g. --epochs 1 for the GPU-scale scenarios). Exits 77 (ctest's
-SKIP_RETURN_CODE) when no GPU is visible, 1 on any difference."""
+SKIP_RETURN_CODE) when no GPU is visible, 1 on any difference. Runs kvcheck through
+scripts/kvcheck_lib.py."""
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import kvcheck_lib as kv  # noqa: E402
 
 BOUND = 1e-9
 WHERE = ["epoch", "step", "request", "position", "layer", "head", "site", "check"]
 
 
 def run(kvcheck, scenario, out, ref_device, extra):
-    cmd = [kvcheck, "run", scenario, "--device", "cuda", "--reference-device", ref_device,
-           "-q", "--json", "--out", out, *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode >= 2:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr}")
+    p = kv.run_scenario(kvcheck, scenario, out,
+                        ["--device", "cuda", "--reference-device", ref_device, *extra])
+    if p.code >= kv.BAD_INPUT:
+        sys.exit(f"FAIL: {' '.join(p.cmd)} exited {p.code}:\n{p.stderr}")
     doc = json.loads(p.stdout)
-    return p.returncode, doc
+    return p.code, doc
 
 
 def main():

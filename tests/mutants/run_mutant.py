@@ -13,35 +13,31 @@ the interleaved layout, linear attention), where the original expects "corrupt" 
 OP "-" is the clean plugin: kvcheck must exit 0. Otherwise it must exit 1 and the first run
 (in run order, twins included) whose result misses its expectation must name OP: its first
 failure's `ops` list contains OP, or, for a verdict "error" (crash, exit, hang, error status), its
-error block's `op` is OP. Stdlib only.
+error block's `op` is OP. Stdlib only; runs and reads kvcheck through scripts/kvcheck_lib.py.
 """
 import argparse
-import glob
-import json
 import os
-import subprocess
+import pathlib
 import sys
 import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import kvcheck_lib as kv  # noqa: E402
 
 
 def suite(source_dir):
     sc = os.path.join(source_dir, "scenarios")
     return ([os.path.join(sc, "smoke.json")]
-            + sorted(glob.glob(os.path.join(sc, "seeds", "*.json")))
-            + sorted(glob.glob(os.path.join(sc, "regressions", "*.json"))))
+            + [str(p) for p in kv.scenarios_in("seeds", root=sc)]
+            + [str(p) for p in kv.scenarios_in("regressions", root=sc)])
 
 
 def results_by_path(out_dir):
     """The result documents kvcheck wrote (one per run, "<scenario name>.json"), grouped by the
     real path of their scenario file, the original before its clean twin."""
     found = {}
-    for name in os.listdir(out_dir):
-        if name.endswith(".json"):
-            with open(os.path.join(out_dir, name)) as f:
-                doc = json.load(f)
-            found.setdefault(os.path.realpath(doc["scenario_path"]), []).append(doc)
-    for docs in found.values():
-        docs.sort(key=lambda d: len(d.get("scenario", "")))  # "<name>" before "<name>.clean"
+    for doc in kv.read_results(out_dir):
+        found.setdefault(os.path.realpath(doc["scenario_path"]), []).append(doc)
     return found
 
 
@@ -78,12 +74,6 @@ def describe(doc):
         doc.get("verdict"), doc.get("expected"))
 
 
-def names_op(doc, op):
-    if doc.get("verdict") == "error":
-        return (doc.get("error") or {}).get("op") == op
-    return op in ((doc.get("first_failure") or {}).get("ops") or [])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("kvcheck")
@@ -99,37 +89,36 @@ def main():
         cmd = ([args.kvcheck, "run"] + scenarios
                + ["--clean-twins", "--backend", args.plugin,
                   "--backend-timeout", args.backend_timeout, "--out", out_dir, "-q"])
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = kv.run(cmd, merge_output=True)
         runs, missing = run_order(scenarios, results_by_path(out_dir), args.source_dir)
 
     def fail(msg):
         print("FAIL {}: {}".format(label, msg))
-        print("--- kvcheck exit {}; output tail:\n{}".format(proc.returncode, proc.stdout[-3000:]))
+        print("--- kvcheck exit {}; output tail:\n{}".format(proc.code, proc.stdout[-3000:]))
         return 1
 
     if missing:
         return fail("no result for " + ", ".join(missing))
-    misses = [(name, doc) for name, doc in runs
-              if not doc.get("meets_expectation") or doc.get("verdict") == "error"]
+    misses = [(name, doc) for name, doc in runs if kv.misses_expectation(doc)]
 
     if args.op == "-":
-        if proc.returncode != 0 or misses:
+        if proc.code != kv.OK or misses:
             first = ("; first miss: {}: {}".format(misses[0][0], describe(misses[0][1]))
                      if misses else "")
             return fail("the clean plugin must meet every expectation (exit 0), got exit {}{}"
-                        .format(proc.returncode, first))
+                        .format(proc.code, first))
         print("ok {}: clean, all {} runs ({} scenarios and their clean twins) meet their "
               "expectation".format(label, len(runs), len(scenarios)))
         return 0
 
     if not misses:
         return fail("not caught: every run meets its expectation (exit {})"
-                    .format(proc.returncode))
+                    .format(proc.code))
     name, doc = misses[0]
     where = "{}: {}".format(name, describe(doc))
-    if proc.returncode != 1:
-        return fail("kvcheck exit {}, want 1; first miss {}".format(proc.returncode, where))
-    if not names_op(doc, args.op):
+    if proc.code != kv.MISMATCH:
+        return fail("kvcheck exit {}, want 1; first miss {}".format(proc.code, where))
+    if not kv.names_op(doc, args.op):
         return fail("caught, but the first miss does not name {}: {}".format(args.op, where))
     print("ok {}: caught, naming {}: {}".format(label, args.op, where))
     return 0

@@ -19,14 +19,15 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import kvcheck_lib as kv  # noqa: E402
 import mutations  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = kv.REPO
 BASES = ["scenarios/smoke.json", *sorted(str(p.relative_to(REPO)) for p in
          (REPO / "scenarios").glob("[rsg]*/*.json"))]
 TIMEOUT_S = 30
@@ -81,27 +82,25 @@ def make_cases(work, n, seed):
 
 def check(kvcheck, kind, desc, path, argv, parsed_up_to_error):
     """Runs kvcheck; returns (exit code or a word, list of problems)."""
-    try:
-        p = subprocess.run([kvcheck, *argv], capture_output=True, timeout=TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    p = kv.run_kvcheck(kvcheck, argv, timeout=TIMEOUT_S)
+    if p.code == kv.TIMEOUT:
         return "timeout", [f"no answer in {TIMEOUT_S} s"]
-    err = p.stderr.decode(errors="replace")
+    err = p.stderr
     problems = []
-    if p.returncode < 0:
-        problems.append(f"killed by signal {-p.returncode}")
-    elif p.returncode not in (0, 1, 2, 3):
-        problems.append(f"exit {p.returncode}")
+    if p.code < 0:
+        problems.append(f"killed by signal {-p.code}")
+    elif p.code not in (kv.OK, kv.MISMATCH, kv.BAD_INPUT, kv.CANNOT_RUN):
+        problems.append(f"exit {p.code}")
     if LEAKS.search(err):
         problems.append("the message leaks an internal error: " + LEAKS.search(err).group(0))
-    if p.returncode == 2:
+    if p.code == kv.BAD_INPUT:
         if str(path) not in err:
             problems.append("exit 2 without the file's path")
         elif parsed_up_to_error and not POINTER.search(err):
             problems.append("exit 2 names neither a JSON pointer nor a line and column")
     if problems:
         problems.append("stderr: " + err.strip()[-600:])
-    return p.returncode if p.returncode >= 0 else f"signal {-p.returncode}", problems
+    return p.code if p.code >= 0 else f"signal {-p.code}", problems
 
 
 def main():
