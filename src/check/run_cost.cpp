@@ -35,20 +35,12 @@ struct Shape {
 };
 
 Shape shape_of(const ModelSpec& m) {
-  Shape s{};
-  s.H = m.num_q_heads;
-  s.D = m.head_dim;
-  s.KVH = m.num_kv_heads;
-  s.hidden = m.hidden_size;
-  s.vocab = m.vocab_size;
-  s.rank = m.kv_lora_rank;
-  s.rope = m.qk_rope_dim;
-  s.latent = s.rank + s.rope;
-  s.q_dim = s.H * s.D;
-  s.attention = has_layer(m, LayerKind::attention);
-  s.mla = has_layer(m, LayerKind::mla);
-  s.linear = has_layer(m, LayerKind::linear);
-  return s;
+  const int64_t rank = m.kv_lora_rank, rope = m.qk_rope_dim;
+  return Shape{.H = m.num_q_heads, .D = m.head_dim, .KVH = m.num_kv_heads,
+               .hidden = m.hidden_size, .vocab = m.vocab_size, .rank = rank, .rope = rope,
+               .latent = rank + rope, .q_dim = int64_t{m.num_q_heads} * m.head_dim,
+               .attention = has_layer(m, LayerKind::attention),
+               .mla = has_layer(m, LayerKind::mla), .linear = has_layer(m, LayerKind::linear)};
 }
 
 // Floats of one layer's weights as the engine uploads them (model_runner.cpp upload_weights).
