@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace kv::test {
 
 namespace fs = std::filesystem;
@@ -62,19 +64,9 @@ inline const char* kLongOpScenario = R"({
   "workload": {"requests": 1, "prompt_len": 6144, "new_tokens": 2}
 })";
 
-// Each test gets an empty folder as the binary's working directory, removed afterwards.
-class CliTest : public ::testing::Test {
+// Each test's empty folder (dir_) is the binary's working directory.
+class CliTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // a parametrised test's "Each/Suite"
-    dir_ = fs::temp_directory_path() / ("kvcheck_cli_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   fs::path write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
     std::ofstream(p) << text;
@@ -108,8 +100,6 @@ class CliTest : public ::testing::Test {
       if (e.is_regular_file()) names.push_back(fs::relative(e.path(), dir_ / sub).string());
     return names;
   }
-
-  fs::path dir_;
 };
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -7,23 +7,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/temp_dir.h"
+
 namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
 
-class AtomicWrite : public ::testing::Test {
+class AtomicWrite : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kv_atomic_write_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
-    fs::remove_all(dir_);
+    TempDirTest::TearDown();
   }
   static std::string read(const fs::path& p) {
     std::ifstream in(p);
@@ -34,7 +29,6 @@ class AtomicWrite : public ::testing::Test {
   size_t entries() const {
     return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {}));
   }
-  fs::path dir_;
 };
 
 TEST_F(AtomicWrite, WritesContentAndLeavesNoTempFile) {
