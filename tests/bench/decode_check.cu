@@ -71,45 +71,12 @@ std::string describe(const Spec& s) {
 }
 
 // A case on the host: the cache, the plan, q, and the host op's results.
-struct HostCase {
+struct HostCase : test::DecodeBuffers {
   Spec s;
   test::TestCache cache;
-  std::vector<int32_t> table, meta;
-  int table_stride = 0, max_splits = 1, H = 0, vd = 0, q_stride = 0, out_stride = 0;
-  std::vector<float> q, out, pout, plse;
-  float scale = 0.0f;
+  int H = 0, vd = 0;
 
-  PagedDecodeArgs args(const PagedKv& c, const float* q_, float* out_, const int32_t* table_,
-                       const int32_t* lens_, const int32_t* meta_, float* pout_,
-                       float* plse_) const {
-    PagedDecodeArgs a;
-    a.cache = c;
-    a.q = q_;
-    a.q_row_stride = q_stride;
-    a.out = out_;
-    a.out_row_stride = out_stride;
-    a.block_table = table_;
-    a.block_table_stride = table_stride;
-    a.seq_lens = lens_;
-    a.split_meta = meta_;
-    a.partial_out = pout_;
-    a.partial_lse = plse_;
-    a.max_splits = max_splits;
-    a.num_rows = static_cast<int32_t>(s.lens.size());
-    a.num_q_heads = H;
-    a.v_dim = s.v_dim;
-    a.scale = scale;
-    return a;
-  }
-  PagedDecodeArgs host_args() {
-    return args(cache.desc, q.data(), out.data(), table.data(), s.lens.data(), meta.data(),
-                pout.data(), plse.data());
-  }
-  void poison_outputs() {
-    test::poison(out);
-    test::poison(pout);
-    test::poison(plse);
-  }
+  PagedDecodeArgs host_args() { return args(cache.desc, s.lens, H, s.v_dim); }
   void run_host() {
     poison_outputs();
     host::paged_decode(host_args());
@@ -190,8 +157,8 @@ HostCase make_case(const Spec& s, Rng& rng) {
   c.scale = 2.0f / std::sqrt(float(hd));  // sharper than 1/sqrt(d)
   c.meta = make_plan(s, c.max_splits);
   c.out.resize(rows * c.out_stride);
-  c.pout.resize(rows * c.max_splits * c.H * c.vd);
-  c.plse.resize(rows * c.max_splits * c.H);
+  c.partial_out.resize(rows * c.max_splits * c.H * c.vd);
+  c.partial_lse.resize(rows * c.max_splits * c.H);
   return c;
 }
 
@@ -213,19 +180,25 @@ struct DeviceCase {
     meta = upload(h.meta);
     q = upload(h.q);
     out = DevBuf(h.out.size() * 4);
-    pout = DevBuf(h.pout.size() * 4);
-    plse = DevBuf(h.plse.size() * 4);
+    pout = DevBuf(h.partial_out.size() * 4);
+    plse = DevBuf(h.partial_lse.size() * 4);
   }
   void reset(const HostCase& h) {
-    std::vector<float> p(std::max({h.out.size(), h.pout.size(), h.plse.size()}));
+    std::vector<float> p(std::max({h.out.size(), h.partial_out.size(), h.partial_lse.size()}));
     test::poison(p);
     BENCH_CUDA(cudaMemcpy(out.as(), p.data(), out.bytes(), cudaMemcpyHostToDevice));
     BENCH_CUDA(cudaMemcpy(pout.as(), p.data(), pout.bytes(), cudaMemcpyHostToDevice));
     BENCH_CUDA(cudaMemcpy(plse.as(), p.data(), plse.bytes(), cudaMemcpyHostToDevice));
   }
-  PagedDecodeArgs args(const HostCase& h) {
-    return h.args(desc, q.as<float>(), out.as<float>(), table.as<int32_t>(), lens.as<int32_t>(),
-                  meta.as<int32_t>(), pout.as<float>(), plse.as<float>());
+  // The host case's call with each buffer its device copy.
+  PagedDecodeArgs args(HostCase& h) {
+    PagedDecodeArgs a = h.host_args();
+    a.cache = desc;
+    a.q = q.as<float>(), a.out = out.as<float>();
+    a.block_table = table.as<int32_t>(), a.seq_lens = lens.as<int32_t>();
+    a.split_meta = meta.as<int32_t>();
+    a.partial_out = pout.as<float>(), a.partial_lse = plse.as<float>();
+    return a;
   }
 };
 
@@ -275,14 +248,14 @@ std::string compare_case(const HostCase& h, const std::vector<float>& out,
     for (int s = 0; s < ns; ++s)
       for (int hh = 0; hh < H; ++hh) {
         const size_t li = (r * S + s) * H + hh;
-        const float dl = plse[li], hl = h.plse[li];
+        const float dl = plse[li], hl = h.partial_lse[li];
         const bool same = (std::isnan(dl) && std::isnan(hl)) || dl == hl ||
                           std::fabs(double(dl) - hl) <= tol * (1.0 + std::fabs(double(hl)));
         if (!same)
           return where + " split " + std::to_string(s) + " head " + std::to_string(hh) +
                  ": lse host " + std::to_string(hl) + " device " + std::to_string(dl);
         double err = 0.0;
-        const std::string p = compare_vec(&pout[li * vd], &h.pout[li * vd], vd, tol, err);
+        const std::string p = compare_vec(&pout[li * vd], &h.partial_out[li * vd], vd, tol, err);
         if (!p.empty())
           return where + " split " + std::to_string(s) + " head " + std::to_string(hh) +
                  " partial: " + p;
@@ -329,8 +302,8 @@ void check_paths(HostCase& h, Tally& t,
       cuda::paged_decode_path(a, p, nullptr);
       BENCH_CUDA(cudaDeviceSynchronize());
       const auto out = download<float>(d.out, h.out.size());
-      const auto pout = download<float>(d.pout, h.pout.size());
-      const auto plse = download<float>(d.plse, h.plse.size());
+      const auto pout = download<float>(d.pout, h.partial_out.size());
+      const auto plse = download<float>(d.plse, h.partial_lse.size());
       double err = 0.0;
       std::string problem = compare_case(h, out, pout, plse, tolerance(p, h.s), err);
       if (problem.empty() && extra) problem = extra(out);
@@ -496,20 +469,27 @@ void whole_tile_nan(Rng& rng, Tally& t) {
     }
 }
 
+// A bf16 case of rows `lens` in blocks of 16, planned by the engine's rule with at most `splits`
+// splits: GQA 8 q / 2 kv heads of 128, or MLA 16 heads over the 512 + 64 latent.
+Spec engine_planned(bool mla, std::vector<int32_t> lens, int splits) {
+  Spec s;
+  s.mla = mla;
+  s.dtype = DType::bf16;
+  s.bs = 16;
+  s.kv_heads = mla ? 1 : 2;
+  s.ratio = mla ? 16 : 4;
+  s.head_dim = mla ? 576 : 128;
+  s.v_dim = mla ? 512 : 0;
+  s.lens = std::move(lens);
+  s.plan = Plan::engine;
+  s.engine_splits = splits;
+  return s;
+}
+
 // A captured graph must read the plan (split_meta, seq_lens) of replay time, not capture time.
 void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
   for (bool mla : {false, true}) {
-    Spec s;
-    s.mla = mla;
-    s.dtype = DType::bf16;
-    s.bs = 16;
-    s.kv_heads = mla ? 1 : 2;
-    s.ratio = mla ? 16 : 4;
-    s.head_dim = mla ? 576 : 128;
-    s.v_dim = mla ? 512 : 0;
-    s.lens = {150, 40, 0, 97};
-    s.plan = Plan::engine;
-    s.engine_splits = 4;
+    const Spec s = engine_planned(mla, {150, 40, 0, 97}, 4);
     HostCase h = make_case(s, rng);
     DeviceCase d(h);
     for (DecodePath p : kPaths) {
@@ -547,8 +527,8 @@ void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
         BENCH_CUDA(cudaStreamDestroy(st));
         double err = 0.0;
         const std::string problem =
-            compare_case(h, download<float>(d.out, h.out.size()), download<float>(d.pout, h.pout.size()),
-                         download<float>(d.plse, h.plse.size()), tolerance(p, s), err);
+            compare_case(h, download<float>(d.out, h.out.size()), download<float>(d.pout, h.partial_out.size()),
+                         download<float>(d.plse, h.partial_lse.size()), tolerance(p, s), err);
         problem.empty() ? t.pass(name) : t.fail(name + ": " + problem);
       } catch (const std::exception& e) {
         t.fail(name + ": " + e.what());
@@ -562,16 +542,7 @@ void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
 // nothing else changes; a row with seq_len > 0 planned with 0 splits gets zeros, as on the host.
 void broken_plans(Rng& rng, Tally& t) {
   for (bool mla : {false, true}) {
-    Spec s;
-    s.mla = mla;
-    s.bs = 16;
-    s.kv_heads = mla ? 1 : 2;
-    s.ratio = mla ? 16 : 4;
-    s.head_dim = mla ? 576 : 128;
-    s.v_dim = mla ? 512 : 0;
-    s.lens = {40, 100, 33, 70};
-    s.plan = Plan::engine;
-    s.engine_splits = 3;
+    const Spec s = engine_planned(mla, {40, 100, 33, 70}, 3);
     HostCase h = make_case(s, rng);
     h.meta[kDecodeMetaHeader + 2] = 0;  // zeros, host and device
     h.run_host();
@@ -588,8 +559,8 @@ void broken_plans(Rng& rng, Tally& t) {
         BENCH_CUDA(cudaDeviceSynchronize());
         const auto out = download<float>(d.out, h.out.size());
         double err = 0.0;
-        std::string problem = compare_case(h, out, download<float>(d.pout, h.pout.size()),
-                                           download<float>(d.plse, h.plse.size()), tolerance(p, s),
+        std::string problem = compare_case(h, out, download<float>(d.pout, h.partial_out.size()),
+                                           download<float>(d.plse, h.partial_lse.size()), tolerance(p, s),
                                            err, {1});
         for (int i = 0; problem.empty() && i < h.H * h.vd; ++i)
           if (!std::isnan(out[h.out_stride + i]) || test::is_poison(out[h.out_stride + i]))

@@ -49,28 +49,17 @@ PagedKv fp8_mla_view(Pool& p) {
 // (q, k, v in [-1, 1], gate logits in [-1, 3]) whose state lives in block `block` of the pool.
 void leave_a_state(Pool& p, int32_t block, Rng& rng) {
   const int32_t rows = 20, width = kHeads * kDim;
-  const std::vector<float> q = random_floats(rng, size_t(rows) * width);
-  const std::vector<float> k = random_floats(rng, size_t(rows) * width);
-  const std::vector<float> v = random_floats(rng, size_t(rows) * width);
-  const std::vector<float> gate = random_floats(rng, size_t(rows) * kHeads, -1.0f, 3.0f);
-  std::vector<float> out(size_t(rows) * width);
-  const std::vector<int32_t> starts = {0, rows}, blocks = {block}, init = {0};
-  LinearAttnArgs a;
-  a.state = static_cast<float*>(p.base());
-  a.state_block_stride = kPageBytes / 4;
-  a.q = q.data(), a.k = k.data(), a.v = v.data();
-  a.qkv_row_stride = width;
-  a.gate = gate.data();
-  a.gate_row_stride = kHeads;
-  a.out = out.data();
-  a.out_row_stride = width;
-  a.seq_starts = starts.data();
-  a.state_blocks = blocks.data();
-  a.has_initial_state = init.data();
-  a.num_seqs = 1, a.num_heads = kHeads, a.head_dim = kDim;
-  a.scale = 1.0f / std::sqrt(float(kDim));
-  host::linear_attention(a);
-  ASSERT_TRUE(all_finite(out.data(), out.size()));
+  LinearAttnBuffers b;
+  b.q = random_floats(rng, size_t(rows) * width);
+  b.k = random_floats(rng, size_t(rows) * width);
+  b.v = random_floats(rng, size_t(rows) * width);
+  b.gate = random_floats(rng, size_t(rows) * kHeads, -1.0f, 3.0f);
+  b.out.resize(size_t(rows) * width);
+  b.starts = {0, rows}, b.blocks = {block}, b.init = {0};
+  b.qkv_stride = b.out_stride = width, b.gate_stride = kHeads;
+  host::linear_attention(b.args(static_cast<float*>(p.base()), kPageBytes / 4, kHeads, kDim,
+                                1.0f / std::sqrt(float(kDim))));
+  ASSERT_TRUE(all_finite(b.out.data(), b.out.size()));
 }
 
 int count_non_finite_k(const PagedKv& c, int32_t block) {

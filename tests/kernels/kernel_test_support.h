@@ -1,6 +1,7 @@
 // kernel_test_support.h — shared fixtures of the kernel tests: random data, a paged cache in a
-// host buffer poisoned with NaN, shuffled block tables, and the error measures. The float64
-// references live in each test file; nothing here reads the cache except through the ops.
+// host buffer poisoned with NaN, shuffled block tables, the buffers of a paged decode and of a
+// linear-attention call, and the error measures. The float64 references live in each test file;
+// nothing here reads the cache except through the ops.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +99,51 @@ inline void store_sequence(TestCache& c, const int32_t* table, int32_t len, cons
   w.num_tokens = len;
   host::write_kv(w);
 }
+
+// One paged decode call's host buffers besides the cache: block tables and split plan, queries,
+// output and split workspace, with their strides. Each test fills them its own way.
+struct DecodeBuffers {
+  std::vector<int32_t> table, meta;
+  int32_t table_stride = 0, max_splits = 1, q_stride = 0, out_stride = 0;
+  std::vector<float> q, out, partial_out, partial_lse;
+  float scale = 0.0f;
+
+  // The call over `cache` for rows of `lens`, `q_heads` query heads, v_dim (0: head_dim).
+  PagedDecodeArgs args(const PagedKv& cache, const std::vector<int32_t>& lens, int32_t q_heads,
+                       int32_t v_dim = 0) {
+    return {.cache = cache, .q = q.data(), .q_row_stride = q_stride, .out = out.data(),
+            .out_row_stride = out_stride, .block_table = table.data(),
+            .block_table_stride = table_stride, .seq_lens = lens.data(), .split_meta = meta.data(),
+            .partial_out = partial_out.data(), .partial_lse = partial_lse.data(),
+            .max_splits = max_splits, .num_rows = static_cast<int32_t>(lens.size()),
+            .num_q_heads = q_heads, .v_dim = v_dim, .scale = scale};
+  }
+  void poison_outputs() {
+    poison(out);
+    poison(partial_out);
+    poison(partial_lse);
+  }
+};
+
+// One linear_attention call's host buffers besides the state pool: rows of q, k and v (one row
+// stride), gate logits and output, and per sequence its first row (starts[s] .. starts[s + 1]),
+// state block and whether it continues a stored state.
+struct LinearAttnBuffers {
+  std::vector<float> q, k, v, gate, out;
+  std::vector<int32_t> starts, blocks, init;
+  int64_t qkv_stride = 0, gate_stride = 0, out_stride = 0;
+
+  // The call over the state pool at `state` (blocks `state_block_stride` floats apart).
+  LinearAttnArgs args(float* state, int64_t state_block_stride, int32_t heads, int32_t dim,
+                      float scale) {
+    return {.state = state, .state_block_stride = state_block_stride, .q = q.data(),
+            .k = k.data(), .v = v.data(), .qkv_row_stride = qkv_stride, .gate = gate.data(),
+            .gate_row_stride = gate_stride, .out = out.data(), .out_row_stride = out_stride,
+            .seq_starts = starts.data(), .state_blocks = blocks.data(),
+            .has_initial_state = init.data(), .num_seqs = static_cast<int32_t>(blocks.size()),
+            .num_heads = heads, .head_dim = dim, .scale = scale};
+  }
+};
 
 // ‖out − ref‖ / ‖ref‖ over n values (absolute when ref is 0); NaN when out has a NaN.
 inline double rel_l2(const float* out, const double* ref, int n) {

@@ -18,12 +18,11 @@ struct LinSeq {
 // the wrong state, gate or head is off by O(1) of it.
 constexpr double kLinTol = 1e-5;
 
-struct LinCase {
+struct LinCase : LinearAttnBuffers {
   int32_t heads = 1, dim = 4, pad = 0, num_blocks = 8;
   std::vector<LinSeq> seqs;
-  int64_t block_stride = 0, qkv_stride = 0, gate_stride = 0, out_stride = 0;
-  std::vector<int32_t> starts, blocks, init;
-  std::vector<float> state, q, k, v, gate, out;
+  int64_t block_stride = 0;
+  std::vector<float> state;
   float scale = 0.0f;
 
   LinCase(Rng& rng, int32_t h, int32_t d, int32_t p, std::vector<LinSeq> s)
@@ -55,25 +54,7 @@ struct LinCase {
   }
 
   LinearAttnArgs args() {
-    LinearAttnArgs a;
-    a.state = state.data();
-    a.state_block_stride = block_stride;
-    a.q = q.data();
-    a.k = k.data();
-    a.v = v.data();
-    a.qkv_row_stride = qkv_stride;
-    a.gate = gate.data();
-    a.gate_row_stride = gate_stride;
-    a.out = out.data();
-    a.out_row_stride = out_stride;
-    a.seq_starts = starts.data();
-    a.state_blocks = blocks.data();
-    a.has_initial_state = init.data();
-    a.num_seqs = int32_t(seqs.size());
-    a.num_heads = heads;
-    a.head_dim = dim;
-    a.scale = scale;
-    return a;
+    return LinearAttnBuffers::args(state.data(), block_stride, heads, dim, scale);
   }
 };
 

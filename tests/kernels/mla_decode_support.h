@@ -16,34 +16,12 @@
 
 namespace kv::test {
 
-struct MlaDecode {
+struct MlaDecode : DecodeBuffers {
   PagedKv cache;  // the latent cache: num_kv_heads 1, v == k
   int32_t rank = 0, heads = 0;
-  std::vector<int32_t> lens, table, meta;
-  int32_t table_stride = 0, max_splits = 1, q_stride = 0, out_stride = 0;
-  std::vector<float> q, out, partial_out, partial_lse;
-  float scale = 0.0f;
+  std::vector<int32_t> lens;
 
-  PagedDecodeArgs args() {
-    PagedDecodeArgs a;
-    a.cache = cache;
-    a.q = q.data();
-    a.q_row_stride = q_stride;
-    a.out = out.data();
-    a.out_row_stride = out_stride;
-    a.block_table = table.data();
-    a.block_table_stride = table_stride;
-    a.seq_lens = lens.data();
-    a.split_meta = meta.data();
-    a.partial_out = partial_out.data();
-    a.partial_lse = partial_lse.data();
-    a.max_splits = max_splits;
-    a.num_rows = static_cast<int32_t>(lens.size());
-    a.num_q_heads = heads;
-    a.v_dim = rank;
-    a.scale = scale;
-    return a;
-  }
+  PagedDecodeArgs args() { return DecodeBuffers::args(cache, lens, heads, rank); }
 };
 
 // A decode of rows with `lens` over blocks `table` (row stride `table_stride`), random q, poisoned
@@ -72,9 +50,7 @@ inline MlaDecode make_mla_decode(const PagedKv& cache, int32_t rank, int32_t hea
   d.out.resize(static_cast<size_t>(rows) * d.out_stride);
   d.partial_out.resize(static_cast<size_t>(rows) * d.max_splits * heads * rank);
   d.partial_lse.resize(static_cast<size_t>(rows) * d.max_splits * heads);
-  poison(d.out);
-  poison(d.partial_out);
-  poison(d.partial_lse);
+  d.poison_outputs();
   return d;
 }
 

@@ -21,34 +21,13 @@ struct DecodeSetup {
 
 // Everything one decode call needs, built from a setup; the logical K/V stay here for the
 // reference.
-struct DecodeCase {
+struct DecodeCase : DecodeBuffers {
   DecodeSetup s;
   TestCache cache;
-  std::vector<int32_t> table, meta;
-  int32_t table_stride = 0, max_splits = 1, q_heads = 0, q_stride = 0, out_stride = 0;
+  int32_t q_heads = 0;
   std::vector<std::vector<float>> k, v;  // per row: [len][kv_heads * head_dim]
-  std::vector<float> q, out, partial_out, partial_lse;
-  float scale = 0.0f;
 
-  PagedDecodeArgs args() {
-    PagedDecodeArgs a;
-    a.cache = cache.desc;
-    a.q = q.data();
-    a.q_row_stride = q_stride;
-    a.out = out.data();
-    a.out_row_stride = out_stride;
-    a.block_table = table.data();
-    a.block_table_stride = table_stride;
-    a.seq_lens = s.lens.data();
-    a.split_meta = meta.data();
-    a.partial_out = partial_out.data();
-    a.partial_lse = partial_lse.data();
-    a.max_splits = max_splits;
-    a.num_rows = static_cast<int32_t>(s.lens.size());
-    a.num_q_heads = q_heads;
-    a.scale = scale;
-    return a;
-  }
+  PagedDecodeArgs args() { return DecodeBuffers::args(cache.desc, s.lens, q_heads); }
 };
 
 DecodeCase make_case(const DecodeSetup& s, Rng& rng) {
@@ -93,9 +72,7 @@ DecodeCase make_case(const DecodeSetup& s, Rng& rng) {
   c.out.resize(size_t(rows) * c.out_stride);
   c.partial_out.resize(size_t(rows) * c.max_splits * c.q_heads * s.head_dim);
   c.partial_lse.resize(size_t(rows) * c.max_splits * c.q_heads);
-  poison(c.out);
-  poison(c.partial_out);
-  poison(c.partial_lse);
+  c.poison_outputs();
   return c;
 }
 
