@@ -22,13 +22,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backend/abi_tensor.h"
 #include "tests/bench/backend_decode.h"
 #include "tests/bench/backend_point.h"
+#include "tests/bench/bench_cli.h"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/plugin_decoder.h"
 
@@ -43,14 +43,6 @@ struct Options {
   std::vector<int> mla_heads = {16, 64, 128};
   BackendRunOptions run;
 };
-
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(std::atoi(item.c_str()));
-  return v;
-}
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
@@ -103,16 +95,6 @@ Options parse(int argc, char** argv) {
       if (v < 1) usage("batches, contexts and head counts must be positive");
   if (!o.list && !o.self_test && o.plugin.empty()) usage("--plugin LIB.so is required");
   return o;
-}
-
-// Whether the CUDA runtime sees a GPU; false also without a driver.
-bool gpu_visible() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
 }
 
 std::string shape_line(const DecodeShape& s) {
@@ -217,10 +199,6 @@ int run(const Options& o) {
 }  // namespace kv::bench
 
 int main(int argc, char** argv) {
-  try {
-    return kv::bench::run(kv::bench::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kvbench_backend_decode: %s\n", e.what());
-    return 1;
-  }
+  return kv::bench::run_main("kvbench_backend_decode",
+                             [&] { return kv::bench::run(kv::bench::parse(argc, argv)); });
 }

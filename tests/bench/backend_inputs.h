@@ -1,32 +1,22 @@
 // backend_inputs.h — the device inputs kvbench_backend_decode gives both decodes of one grid
-// point: one bf16 paged cache (random, never zero), block tables of shuffled block ids, the
-// sequence lengths, q in float32 for the built-in decode and the same values in the plugin's io
-// dtype (q is rounded through the io dtype first, so both sides read identical numbers), an
-// output per side, and the built-in decode's split workspace. Several input sets, rotated through
-// so that a timed decode does not find its K/V in L2 (tests/bench/decode_runner.cu does the same).
+// point: the benchmarks' decode inputs (decode_inputs.h: bf16 paged cache, shuffled block tables,
+// float32 q for the built-in decode, its output and split workspace, several sets), plus q in the
+// plugin's io dtype and the plugin's output. q is rounded through the io dtype first, so both
+// sides read identical numbers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "kernels/op_args.cuh"
-#include "kernels/paged_kv.cuh"
-#include "tests/bench/bench_cuda.h"
-#include "tests/bench/decode_bench.h"
+#include "tests/bench/decode_inputs.h"
 
 namespace kv::bench {
 
-struct BackendInputs {
-  DevBuf cache, tables, lens, q, q_io, out, out_io, pout, plse;
-  PagedKv desc;
-  DType io = DType::bf16;       // the plugin's q / out type
-  int sets = 1, table_stride = 0, max_splits_cap = 1;
-  size_t q_set = 0, out_set = 0;  // elements per set
+struct BackendInputs : DecodeInputs {
+  DevBuf q_io, out_io;
+  DType io = DType::bf16;  // the plugin's q / out type
 };
-
-// Blocks a row's table holds: ceil(context / block_size).
-int table_stride_of(const DecodeShape& s);
 
 // Device bytes of one input set (cache, q and out of both sides) for io dtype `io`.
 double input_set_bytes(const DecodeShape& s, DType io);
@@ -35,9 +25,6 @@ double input_set_bytes(const DecodeShape& s, DType io);
 BackendInputs make_backend_inputs(const DecodeShape& s, int sets, int max_splits_cap, DType io,
                                   uint64_t seed);
 
-// The built-in decode of set `set` (float32 q / out) with the split plan `meta`.
-PagedDecodeArgs builtin_args(const DecodeShape& s, const BackendInputs& in, int set,
-                             const int32_t* meta, int max_splits);
 // The plugin's decode of set `set`: q / out point at the io-dtype rows (same strides).
 PagedDecodeArgs plugin_args(const DecodeShape& s, const BackendInputs& in, int set);
 

@@ -41,32 +41,6 @@ cuda::DecodePath engine_path(const PagedDecodeArgs& a) {
   return cuda::decode_path_for(a);
 }
 
-// The max_splits worth trying, as kvbench_decode filters them: at most one split per block, and
-// no more than 2048 row-splits (past that, splitting only adds merge traffic).
-std::vector<int> splits_for(const DecodeShape& s, const std::vector<int>& wanted) {
-  std::vector<int> v;
-  for (int m : wanted)
-    if (m >= 1 && m <= table_stride_of(s) && (m == 1 || int64_t(m) * s.batch <= 2048))
-      v.push_back(m);
-  if (v.empty()) v.push_back(1);
-  return v;
-}
-
-// Input sets: enough to rotate over rotate_bytes, as many as fit in 85% of free memory after
-// `fixed` bytes; 0 when not even one fits.
-int input_sets(const DecodeShape& s, DType io, double rotate_bytes, double fixed) {
-  int dev = 0, l2 = 0;
-  BENCH_CUDA(cudaGetDevice(&dev));
-  BENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  const double rotate = rotate_bytes > 0 ? rotate_bytes : std::max(8.0 * l2, 512.0 * (1 << 20));
-  size_t free_b = 0, total_b = 0;
-  BENCH_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const double set = input_set_bytes(s, io), budget = 0.85 * double(free_b) - fixed;
-  if (budget < set) return 0;
-  const int want = int(std::min<double>(64, std::ceil(rotate / set)));
-  return std::max(1, std::min<int>(want, int(budget / set)));
-}
-
 void fail(BackendPoint& p, const std::string& why) {
   p.status = why;
   p.failed = true;
@@ -77,7 +51,8 @@ bool run_builtin(const DecodeShape& s, BackendInputs& in, const std::vector<int>
                  const BackendRunOptions& opt, BackendPoint& p, std::vector<float>& want) {
   {
     DevBuf meta = upload_plan(s, 1);
-    const cuda::DecodePath path = engine_path(builtin_args(s, in, 0, meta.as<int32_t>(), 1));
+    const cuda::DecodePath path =
+        engine_path(decode_args(s, in, 0, meta.as<int32_t>(), 1, s.batch));
     p.builtin_path = cuda::decode_path_name(path);
     // bf16 outputs (the plugin's) against float32 ones: at least 1e-2, as `kvcheck conform`
     // holds a bf16 plugin; the MLA paths' own rounding allows 2e-2 (decode_tolerance.h).
@@ -87,7 +62,7 @@ bool run_builtin(const DecodeShape& s, BackendInputs& in, const std::vector<int>
     DevBuf meta = upload_plan(s, ms);
     const Pass pass = [&](cudaStream_t st) {
       for (int set = 0; set < in.sets; ++set)
-        cuda::paged_decode(builtin_args(s, in, set, meta.as<int32_t>(), ms), st);
+        cuda::paged_decode(decode_args(s, in, set, meta.as<int32_t>(), ms, s.batch), st);
       return std::string();
     };
     const PassTime t = time_pass(pass, in.sets, opt.timing, opt);
@@ -99,7 +74,8 @@ bool run_builtin(const DecodeShape& s, BackendInputs& in, const std::vector<int>
   }
   poison_outputs(in);
   DevBuf meta = upload_plan(s, p.builtin_splits);
-  cuda::paged_decode(builtin_args(s, in, 0, meta.as<int32_t>(), p.builtin_splits), nullptr);
+  cuda::paged_decode(decode_args(s, in, 0, meta.as<int32_t>(), p.builtin_splits, s.batch),
+                     nullptr);
   BENCH_CUDA(cudaDeviceSynchronize());
   want = builtin_out_host(in);
   return true;
@@ -160,14 +136,15 @@ BackendPoint run_backend_point(const DecodeShape& s, PluginDecoder& plugin,
   BackendPoint p;
   p.shape = s;
   p.kv_bytes = kv_read_bytes(s);
-  const std::vector<int> splits = splits_for(s, opt.splits);
+  const std::vector<int> splits = splits_worth_trying(s, opt.splits);
   const int cap = *std::max_element(splits.begin(), splits.end());
   const std::string refusal = plugin.refusal(s);
   const double fixed =
       double(kv::decode_workspace_bytes(s.batch, s.q_heads, s.v_dim, cap)) +
       (refusal.empty() ? double(plugin.buffer_bytes(s, table_stride_of(s), cap)) : 0.0) +
       256.0 * (1 << 20);  // graphs, the plans' staging, the runtimes' own
-  p.input_sets = input_sets(s, plugin.io_dtype(), opt.rotate_bytes, fixed);
+  p.input_sets =
+      input_set_count(input_set_bytes(s, plugin.io_dtype()), opt.rotate_bytes, fixed);
   if (p.input_sets == 0) {
     p.status = "skipped: does not fit in device memory";
     return p;

@@ -24,10 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/bench/bench_cli.h"
 #include "tests/bench/bench_cuda.h"
 #include "tests/bench/decode_bench.h"
 
@@ -44,14 +44,6 @@ struct Options {
   std::string mla_dtype;  // "", "bf16" or "fp8": MLA cache types to run (both when empty)
   RunOptions run;
 };
-
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(std::atoi(item.c_str()));
-  return v;
-}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
@@ -226,17 +218,6 @@ std::vector<DecodeShape> shapes(const Options& o) {
   return v;
 }
 
-// Whether the CUDA runtime sees a GPU; false also without a driver (cudaGetDeviceCount then fails
-// with cudaErrorNoDevice, cudaErrorInsufficientDriver, ...).
-bool gpu_visible() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
 int run(const Options& o) {
   if (!gpu_visible()) {
     std::fprintf(stderr, "kvbench_decode: no CUDA GPU visible: nothing run (exit 77, skipped)\n");
@@ -279,10 +260,6 @@ int run(const Options& o) {
 }  // namespace kv::bench
 
 int main(int argc, char** argv) {
-  try {
-    return kv::bench::run(kv::bench::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kvbench_decode: %s\n", e.what());
-    return 1;
-  }
+  return kv::bench::run_main("kvbench_decode",
+                             [&] { return kv::bench::run(kv::bench::parse(argc, argv)); });
 }

@@ -6,13 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
-#include <random>
 
 #include "kernels/decode_splits.h"
 #include "kernels/paged_kv.cuh"
-#include "tests/bench/bench_cuda.h"
-#include "tests/bench/decode_bench.h"
+#include "tests/bench/decode_inputs.h"
 #include "kernels/cuda/decode_path.h"
 #include "tests/support/decode_tolerance.h"
 
@@ -25,86 +22,6 @@ double DecodeShape::min_bytes() const {
 }
 
 namespace {
-
-// Everything for `sets` independent decode calls of one shape in device memory.
-struct Inputs {
-  DevBuf cache, tables, lens, q, out, pout, plse;
-  PagedKv desc;
-  int sets = 1, table_stride = 0, max_splits_cap = 1;
-  size_t q_set = 0, out_set = 0;  // floats per set
-};
-
-size_t cache_bytes(const DecodeShape& s, int64_t blocks) {
-  const int64_t page = int64_t(s.block_size) * s.kv_heads * s.head_dim * dtype_size(s.dtype);
-  return size_t(page * blocks * (s.latent ? 1 : 2));
-}
-
-Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t seed,
-                   bool shuffled, bool head_major) {
-  Inputs in;
-  in.sets = sets;
-  in.max_splits_cap = max_splits_cap;
-  in.table_stride = (s.context + s.block_size - 1) / s.block_size;
-  const int64_t blocks = int64_t(sets) * s.batch * in.table_stride + 1;  // + the null block 0
-  in.cache = DevBuf(cache_bytes(s, blocks));
-  in.desc = make_paged_kv(in.cache.as(), KvLayout::plain, s.dtype, int32_t(blocks), s.block_size,
-                          s.kv_heads, s.head_dim);
-  if (head_major) {  // --page-layout hnd: within a page [head][entry][feature], same page size
-    in.desc.k_stride_head = in.desc.v_stride_head = int64_t(s.block_size) * s.head_dim;
-    in.desc.k_stride_token = in.desc.v_stride_token = s.head_dim;
-  }
-  if (s.latent) {  // one latent page per block; V reads its first v_dim features
-    in.desc.v = in.desc.k;
-    in.desc.v_stride_block = in.desc.k_stride_block;
-    in.desc.v_stride_token = in.desc.k_stride_token;
-    in.desc.v_stride_head = in.desc.k_stride_head;
-  }
-  if (s.dtype == DType::fp8_e4m3) in.desc.k_scale = in.desc.v_scale = s.kv_scale;
-  const size_t elems = in.cache.bytes() / dtype_size(s.dtype);
-  fill_uniform(in.cache.as(), elems, s.dtype, -1.0f, 1.0f, in.desc.k_scale, seed, nullptr);
-
-  // Shuffled block ids: consecutive tokens of a row live in unrelated blocks, as after churn.
-  // Sequential (--tables sequential): a row's blocks are adjacent in memory, the layout a fresh
-  // cache gives, to tell the cost of scattered pages from the kernel's own.
-  std::vector<int32_t> ids(blocks - 1);
-  std::iota(ids.begin(), ids.end(), 1);
-  if (shuffled) std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
-  in.tables = upload(ids);  // [set][row][table_stride]: exactly the shuffled ids, in order
-  in.lens = upload(std::vector<int32_t>(s.batch, s.context));
-
-  in.q_set = size_t(s.batch) * s.q_heads * s.head_dim;
-  in.out_set = size_t(s.batch) * s.q_heads * s.v_dim;
-  in.q = DevBuf(in.q_set * sets * 4);
-  fill_uniform(in.q.as(), in.q_set * sets, DType::f32, -1.0f, 1.0f, 1.0f, seed + 1, nullptr);
-  in.out = DevBuf(in.out_set * sets * 4);
-  BENCH_CUDA(cudaMemset(in.out.as(), 0xff, in.out.bytes()));  // NaN: unwritten shows
-  in.pout = DevBuf(size_t(s.batch) * max_splits_cap * s.q_heads * s.v_dim * 4);
-  in.plse = DevBuf(size_t(s.batch) * max_splits_cap * s.q_heads * 4);
-  BENCH_CUDA(cudaDeviceSynchronize());
-  return in;
-}
-
-PagedDecodeArgs args_for(const DecodeShape& s, const Inputs& in, int set, const int32_t* meta,
-                         int max_splits, int rows) {
-  PagedDecodeArgs a;
-  a.cache = in.desc;
-  a.q = in.q.as<float>() + in.q_set * set;
-  a.q_row_stride = int64_t(s.q_heads) * s.head_dim;
-  a.out = in.out.as<float>() + in.out_set * set;
-  a.out_row_stride = int64_t(s.q_heads) * s.v_dim;
-  a.block_table = in.tables.as<int32_t>() + size_t(set) * s.batch * in.table_stride;
-  a.block_table_stride = in.table_stride;
-  a.seq_lens = in.lens.as<int32_t>();
-  a.split_meta = meta;
-  a.partial_out = in.pout.as<float>();
-  a.partial_lse = in.plse.as<float>();
-  a.max_splits = max_splits;
-  a.num_rows = rows;
-  a.num_q_heads = s.q_heads;
-  a.v_dim = s.v_dim;
-  a.scale = 1.0f / std::sqrt(float(s.head_dim));
-  return a;
-}
 
 cuda::DecodePath parse_path(const std::string& p) {
   if (p == "generic") return cuda::DecodePath::generic;
@@ -120,17 +37,17 @@ DevBuf upload_plan(const DecodeShape& s, int max_splits) {
 
 // The path's output for the first `rows` rows of set 0 against the generic path's, relative L2
 // per (row, head); also every output of set 0 must be finite (random data has no NaN).
-double check_against_generic(const DecodeShape& s, Inputs& in, cuda::DecodePath path,
+double check_against_generic(const DecodeShape& s, DecodeInputs& in, cuda::DecodePath path,
                              int max_splits, int rows, std::string& problem) {
   DevBuf meta = upload_plan(s, max_splits);
-  const PagedDecodeArgs a = args_for(s, in, 0, meta.as<int32_t>(), max_splits, s.batch);
+  const PagedDecodeArgs a = decode_args(s, in, 0, meta.as<int32_t>(), max_splits, s.batch);
   cuda::paged_decode_path(a, path, nullptr);
   BENCH_CUDA(cudaDeviceSynchronize());
   const std::vector<float> got = download<float>(in.out, in.out_set);
 
   DevBuf ref(size_t(rows) * s.q_heads * s.v_dim * 4);
   DevBuf rp(size_t(rows) * max_splits * s.q_heads * s.v_dim * 4), rl(size_t(rows) * max_splits * s.q_heads * 4);
-  PagedDecodeArgs g = args_for(s, in, 0, meta.as<int32_t>(), max_splits, rows);
+  PagedDecodeArgs g = decode_args(s, in, 0, meta.as<int32_t>(), max_splits, rows);
   g.out = ref.as<float>();
   g.partial_out = rp.as<float>();
   g.partial_lse = rl.as<float>();
@@ -161,7 +78,7 @@ double check_against_generic(const DecodeShape& s, Inputs& in, cuda::DecodePath 
 
 // Median time of one decode call (microseconds): a graph decodes every input set once; samples
 // of R replays each, R chosen so that a sample lasts min_sample_ms.
-double time_point(const DecodeShape& s, Inputs& in, cuda::DecodePath path, int max_splits,
+double time_point(const DecodeShape& s, DecodeInputs& in, cuda::DecodePath path, int max_splits,
                   const RunOptions& opt) {
   DevBuf meta = upload_plan(s, max_splits);
   cudaStream_t st;
@@ -170,7 +87,7 @@ double time_point(const DecodeShape& s, Inputs& in, cuda::DecodePath path, int m
   cudaGraphExec_t exec;
   BENCH_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
   for (int set = 0; set < in.sets; ++set)
-    cuda::paged_decode_path(args_for(s, in, set, meta.as<int32_t>(), max_splits, s.batch), path, st);
+    cuda::paged_decode_path(decode_args(s, in, set, meta.as<int32_t>(), max_splits, s.batch), path, st);
   BENCH_CUDA(cudaStreamEndCapture(st, &graph));
   BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   EventTimer timer;
@@ -197,30 +114,17 @@ BenchResult run_decode_config(const DecodeShape& s, const RunOptions& opt, doubl
   BenchResult r;
   r.shape = s;
   r.bytes = s.min_bytes();
-  const int blocks_per_row = (s.context + s.block_size - 1) / s.block_size;
-  // max_splits worth trying: at most one split per block, and no more than 2048 row-splits (16
-  // CTAs per SM of an H100/H200 for GQA): past that, splitting only adds merge traffic.
-  std::vector<int> splits;
-  for (int m : opt.splits)
-    if (m >= 1 && m <= blocks_per_row && (m == 1 || int64_t(m) * s.batch <= 2048)) splits.push_back(m);
-  if (splits.empty()) splits.push_back(1);
+  const std::vector<int> splits = splits_worth_trying(s, opt.splits);
   const int cap = *std::max_element(splits.begin(), splits.end());
 
-  // Input sets: enough to rotate over rotate_bytes, as many as fit in 85% of free memory.
-  int dev = 0, l2 = 0;
-  BENCH_CUDA(cudaGetDevice(&dev));
-  BENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  const double rotate = opt.rotate_bytes > 0 ? opt.rotate_bytes : std::max(8.0 * l2, 512.0 * (1 << 20));
-  const double set_bytes = double(cache_bytes(s, int64_t(s.batch) * blocks_per_row)) +
+  const double set_bytes = double(cache_bytes(s, int64_t(s.batch) * table_stride_of(s))) +
                            4.0 * s.batch * s.q_heads * (s.head_dim + s.v_dim);
-  size_t free_b = 0, total_b = 0;
-  BENCH_CUDA(cudaMemGetInfo(&free_b, &total_b));
   const double fixed = 4.0 * s.batch * cap * s.q_heads * (s.v_dim + 1) +  // split workspace
                        4.0 * opt.check_rows * 9 * s.q_heads * (s.v_dim + 1);  // generic check
-  const double budget = 0.85 * double(free_b) - fixed;
-  r.input_sets = int(std::min<double>(64, std::ceil(rotate / set_bytes)));
-  r.input_sets = std::max(1, std::min<int>(r.input_sets, int(budget / set_bytes)));
-  if (budget < set_bytes) {
+  r.input_sets = input_set_count(set_bytes, opt.rotate_bytes, fixed);
+  if (r.input_sets == 0) {
+    size_t free_b = 0, total_b = 0;
+    BENCH_CUDA(cudaMemGetInfo(&free_b, &total_b));
     char b[160];
     std::snprintf(b, sizeof b, "needs %.1f GB, %.1f GB free", (set_bytes + fixed) / 1e9, free_b / 1e9);
     r.skipped = b;
@@ -228,12 +132,13 @@ BenchResult run_decode_config(const DecodeShape& s, const RunOptions& opt, doubl
   }
 
   try {
-    Inputs in = make_inputs(s, r.input_sets, cap, 0x5eed + s.batch * 131 + s.context,
-                            opt.shuffled_tables, opt.head_major);
+    DecodeInputs in = make_decode_inputs(s, r.input_sets, cap,
+                                         0x5eed + s.batch * 131 + s.context, opt.shuffled_tables,
+                                         opt.head_major);
     cuda::DecodePath path = parse_path(opt.path);
     {
       DevBuf meta = upload_plan(s, 1);
-      const PagedDecodeArgs a = args_for(s, in, 0, meta.as<int32_t>(), 1, s.batch);
+      const PagedDecodeArgs a = decode_args(s, in, 0, meta.as<int32_t>(), 1, s.batch);
       if (path == cuda::DecodePath::automatic) path = cuda::decode_path_for(a);
       std::string why;
       if (!cuda::decode_path_supports(a, path, &why)) {
