@@ -139,6 +139,20 @@ inline CsrRegions csr_regions(size_t int_ws, int64_t seqs, int64_t blocks_per_se
   return r;
 }
 
+// A decode plan step's regions in its plan buffer: the step's rows and block size checked, the
+// regions `regions_of(rows, blocks_per_row)` lays out, and the buffer checked to hold them (else
+// OpError naming plan_bytes).
+template <class RegionsOf>
+CsrRegions checked_plan_regions(const kvcheck_decode_plan_args& a, RegionsOf regions_of) {
+  if (a.num_rows < 0 || a.block_size <= 0) throw OpError("bad num_rows / block_size");
+  const CsrRegions reg = regions_of(a.num_rows, a.max_blocks_per_seq);
+  const size_t plan_bytes = static_cast<size_t>(extent(a.plan, 0));
+  if (data(a.plan) == nullptr || plan_bytes < reg.end)
+    throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
+                  std::to_string(reg.end) + " (plan_bytes)");
+  return reg;
+}
+
 // A batch's page lists on the host, as FlashInfer's planners take them: sequence s of lens[s]
 // tokens (<= 0: none) has ceil(lens[s] / block_size) pages, at most max_pages (its block table's
 // row; more throws OpError naming it); indptr [n + 1], last_page_len [n] (0 without pages).

@@ -35,10 +35,8 @@
 namespace kvfi {
 namespace {
 
-using Variant = flashinfer::DefaultAttention<false, false, false, false>;
 template <class KV>
 using Params = flashinfer::BatchDecodeParams<bf16, KV, bf16, int32_t>;
-constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 
 // FlashInfer's padded batch is at most max_grid / kv_heads, max_grid = blocks per SM (at most 32
 // on sm_90) x SMs: the int workspace and the split partials are sized for that.
@@ -112,14 +110,9 @@ void decode_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   check_shape(a.head_dim, a.v_dim, a.cache_dtype, a.layout);
   if (a.num_kv_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0)
     throw OpError("num_q_heads must be a multiple of num_kv_heads");
-  const int32_t rows = a.num_rows, bs = a.block_size;
-  if (rows < 0 || bs <= 0) throw OpError("bad num_rows / block_size");
+  const CsrRegions reg = checked_plan_regions(a, regions);
   void* plan = data(a.plan);
-  const size_t plan_bytes = static_cast<size_t>(extent(a.plan, 0));
-  const CsrRegions reg = regions(rows, a.max_blocks_per_seq);
-  if (plan == nullptr || plan_bytes < reg.end)
-    throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
-                  std::to_string(reg.end) + " (plan_bytes)");
+  const int32_t rows = a.num_rows, bs = a.block_size;
   HostPages pages = host_pages(decode_lens(a), bs, a.max_blocks_per_seq);
   std::lock_guard<std::mutex> lock(state().mu);
   const size_t int_bytes = int_ws_bytes();

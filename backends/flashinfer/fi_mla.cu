@@ -142,14 +142,9 @@ size_t mla_workspace_bytes(const kvcheck_size_query&) {
 
 void mla_plan(const kvcheck_decode_plan_args& a, cudaStream_t stream) {
   check_shape(a.head_dim, a.v_dim, a.cache_dtype);
-  const int32_t rows = a.num_rows, bs = a.block_size;
-  if (rows < 0 || bs <= 0) throw OpError("bad num_rows / block_size");
+  const CsrRegions reg = checked_plan_regions(a, regions);
   void* plan = data(a.plan);
-  const size_t plan_bytes = static_cast<size_t>(extent(a.plan, 0));
-  const CsrRegions reg = regions(rows, a.max_blocks_per_seq);
-  if (plan == nullptr || plan_bytes < reg.end)
-    throw OpError("plan: " + std::to_string(plan_bytes) + " bytes, this step needs " +
-                  std::to_string(reg.end) + " (plan_bytes)");
+  const int32_t rows = a.num_rows, bs = a.block_size;
   std::vector<int32_t> qo(rows + 1), kv_len = decode_lens(a);
   for (int32_t r = 0; r < rows; ++r) qo[r + 1] = r + 1;
   std::vector<int32_t> kv_indptr = host_pages(kv_len, bs, a.max_blocks_per_seq).indptr;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <flashinfer/attention/scheduler.cuh>
+#include <flashinfer/attention/variants.cuh>
+#include <flashinfer/pos_enc.cuh>
 
 #include <cstdint>
 #include <string>
@@ -14,6 +16,11 @@
 #include "backends/flashinfer/fi_common.h"
 
 namespace kvfi {
+
+// Plain softmax attention: FlashInfer's default variant with no custom mask, sliding window,
+// logits soft cap or ALiBi, and no RoPE applied inside the kernel.
+using Variant = flashinfer::DefaultAttention<false, false, false, false>;
+inline constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 
 template <class P>
 void set_plain_attention(P& p, float sm_scale) {

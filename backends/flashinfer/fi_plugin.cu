@@ -79,17 +79,18 @@ using namespace kvfi;
 
 constexpr const char* kVersion = "flashinfer " KVFI_FLASHINFER_VERSION;
 
-int32_t paged_decode_plan(void*, const kvcheck_decode_plan_args* a, void* stream, char* err,
-                          size_t n) {
-  return run_op("paged_decode_plan", err, n,
-                [&] { decode_plan(*a, static_cast<cudaStream_t>(stream)); });
-}
-
-int32_t paged_decode(void*, const kvcheck_paged_decode_args* a, void* stream, char* err,
-                     size_t n) {
-  return run_op("paged_decode", err, n,
-                [&] { decode_run(*a, static_cast<cudaStream_t>(stream)); });
-}
+// The ABI's entry point `op` over the plugin's `run(args, stream)`, through run_op.
+#define KVFI_ENTRY(op, Args, run)                                                    \
+  int32_t op(void*, const Args* a, void* stream, char* err, size_t n) {              \
+    return run_op(#op, err, n, [&] { run(*a, static_cast<cudaStream_t>(stream)); }); \
+  }
+KVFI_ENTRY(paged_decode_plan, kvcheck_decode_plan_args, decode_plan)
+KVFI_ENTRY(paged_decode, kvcheck_paged_decode_args, decode_run)
+KVFI_ENTRY(paged_prefill, kvcheck_paged_prefill_args, prefill_run)
+KVFI_ENTRY(write_kv, kvcheck_write_kv_args, write_run)
+KVFI_ENTRY(varlen_attention, kvcheck_varlen_attention_args, varlen_run)
+KVFI_ENTRY(merge_states, kvcheck_merge_states_args, merge_run)
+#undef KVFI_ENTRY
 
 size_t plan_bytes(void*, const kvcheck_size_query* q) {
   try {
@@ -111,28 +112,6 @@ size_t workspace_bytes(void*, const kvcheck_size_query* q) {
   } catch (const std::exception&) {
     return 0;
   }
-}
-
-int32_t paged_prefill(void*, const kvcheck_paged_prefill_args* a, void* stream, char* err,
-                      size_t n) {
-  return run_op("paged_prefill", err, n,
-                [&] { prefill_run(*a, static_cast<cudaStream_t>(stream)); });
-}
-
-int32_t write_kv(void*, const kvcheck_write_kv_args* a, void* stream, char* err, size_t n) {
-  return run_op("write_kv", err, n, [&] { write_run(*a, static_cast<cudaStream_t>(stream)); });
-}
-
-int32_t varlen_attention(void*, const kvcheck_varlen_attention_args* a, void* stream, char* err,
-                         size_t n) {
-  return run_op("varlen_attention", err, n,
-                [&] { varlen_run(*a, static_cast<cudaStream_t>(stream)); });
-}
-
-int32_t merge_states(void*, const kvcheck_merge_states_args* a, void* stream, char* err,
-                     size_t n) {
-  return run_op("merge_states", err, n,
-                [&] { merge_run(*a, static_cast<cudaStream_t>(stream)); });
 }
 
 void destroy(void*) {

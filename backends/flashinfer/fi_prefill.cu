@@ -33,10 +33,8 @@
 namespace kvfi {
 namespace {
 
-using Variant = flashinfer::DefaultAttention<false, false, false, false>;
 template <class KV>
 using Params = flashinfer::BatchPrefillPagedParams<bf16, KV, bf16, int32_t>;
-constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 constexpr auto kCausal = flashinfer::MaskMode::kCausal;
 
 CsrRegions regions(int64_t rows, int64_t seqs, int64_t group, int64_t blocks_per_seq) {

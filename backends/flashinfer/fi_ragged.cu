@@ -35,9 +35,7 @@
 namespace kvfi {
 namespace {
 
-using Variant = flashinfer::DefaultAttention<false, false, false, false>;
 using Params = flashinfer::BatchPrefillRaggedParams<bf16, bf16, bf16, int32_t>;
-constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 
 struct RaggedRegions {
   size_t k, v, end;
