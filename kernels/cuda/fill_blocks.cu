@@ -3,7 +3,7 @@
 //
 // Reference: kernels/host/fill_blocks.cpp. Both devices write the same bytes, so a poisoned block
 // reads back identically wherever the run happens:
-//   - zero / nan / inf: the dtype's element code repeated (fp8 e4m3fn has no Inf: NaN), a tail
+//   - zero / nan / inf: the dtype's element code (kernels/fill_codes.h) repeated, a tail
 //     shorter than one element getting the leading bytes of the code. Every 8-byte word of the
 //     pattern is the same (8 is a multiple of every element size).
 //   - random_bits: the host draws 8-byte words from a sequential splitmix64 stream. splitmix64 is
@@ -19,6 +19,7 @@
 
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/fill_codes.h"
 
 namespace kv::cuda {
 namespace {
@@ -38,22 +39,6 @@ struct FillSpec {
   uint64_t s0 = 0;
 };
 
-// The element code of the host's nan_code / inf_code (kernels/host/fill_blocks.cpp).
-uint32_t code_of(FillPattern p, DType t) {
-  const bool nan = p == FillPattern::nan;
-  switch (t) {
-    case DType::f32:
-      return nan ? 0x7fc00000u : 0x7f800000u;
-    case DType::f16:
-      return nan ? 0x7e00u : 0x7c00u;
-    case DType::bf16:
-      return nan ? 0x7fc0u : 0x7f80u;
-    case DType::fp8_e4m3:
-      return 0x7fu;  // no Inf in e4m3fn: NaN for both
-  }
-  return 0;
-}
-
 FillSpec make_spec(FillPattern p, DType t, uint64_t seed) {
   FillSpec s;
   switch (p) {
@@ -61,7 +46,7 @@ FillSpec make_spec(FillPattern p, DType t, uint64_t seed) {
       break;
     case FillPattern::nan:
     case FillPattern::inf: {
-      const uint64_t c = code_of(p, t);
+      const uint64_t c = p == FillPattern::nan ? fill_codes(t).nan : fill_codes(t).inf;
       const int size = dtype_size(t);
       s.word = size == 4 ? (c | c << 32) : size == 2 ? c * 0x0001000100010001ull
                                                      : c * 0x0101010101010101ull;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/fill_codes.h"
 #include "kernels/host/host_ops.h"
 #include "kernels/host/poll.h"
 
@@ -61,33 +62,8 @@ void fill_chunk(unsigned char* d, size_t bytes, FillPattern pattern, DType dtype
 
 }  // namespace
 
-uint32_t nan_code(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0x7fc00000u;
-    case DType::f16:
-      return 0x7e00u;
-    case DType::bf16:
-      return 0x7fc0u;
-    case DType::fp8_e4m3:
-      return 0x7fu;
-  }
-  return 0;
-}
-
-uint32_t inf_code(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0x7f800000u;
-    case DType::f16:
-      return 0x7c00u;
-    case DType::bf16:
-      return 0x7f80u;
-    case DType::fp8_e4m3:
-      return 0x7fu;  // e4m3fn has no Inf; NaN is the closest poison
-  }
-  return 0;
-}
+uint32_t nan_code(DType t) { return fill_codes(t).nan; }
+uint32_t inf_code(DType t) { return fill_codes(t).inf; }
 
 void fill_pattern(void* dst, size_t bytes, FillPattern pattern, DType dtype, uint64_t seed,
                   uint64_t stream) {
