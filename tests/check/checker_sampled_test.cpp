@@ -44,6 +44,13 @@ float* head_of(Fixture& f, std::vector<std::vector<float>>& out, size_t j, int32
   return out[l].data() + (f.plan.chunk_first_row[j] + i) * kQDim + h * 8;
 }
 
+// A clean epoch whose 3 requests each got a reference and were checked, as in full mode.
+void expect_every_request_checked(Fixture& f) {
+  EXPECT_FALSE(f.check().has_value());
+  EXPECT_EQ(f.last_stats.checked_requests, 3);
+  EXPECT_EQ(f.last_references, 3u);
+}
+
 TEST(CheckerSampled, ChecksOnlyTheSampleAndBuildsNoOtherReference) {
   Fixture f;
   make_sampled(f, 1);
@@ -54,17 +61,13 @@ TEST(CheckerSampled, ChecksOnlyTheSampleAndBuildsNoOtherReference) {
   EXPECT_LT(f.last_stats.max_rel_error, 1e-6);
 
   Fixture full;
-  EXPECT_FALSE(full.check().has_value());
-  EXPECT_EQ(full.last_stats.checked_requests, 3);
-  EXPECT_EQ(full.last_references, 3u);
+  expect_every_request_checked(full);
 }
 
 TEST(CheckerSampled, ASampleLargerThanTheEpochChecksEveryRequest) {
   Fixture f;
   make_sampled(f, 8);
-  EXPECT_FALSE(f.check().has_value());
-  EXPECT_EQ(f.last_stats.checked_requests, 3);
-  EXPECT_EQ(f.last_references, 3u);
+  expect_every_request_checked(f);
 }
 
 TEST(CheckerSampled, NanInAnUnsampledRequestIsCaught) {

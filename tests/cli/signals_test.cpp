@@ -118,7 +118,17 @@ bool gone_within(pid_t pid, std::chrono::milliseconds within) {
   }
 }
 
-class Interrupts : public Signals, public ::testing::WithParamInterface<int> {};
+class Interrupts : public Signals, public ::testing::WithParamInterface<int> {
+ protected:
+  // Sends `sig` to the running kvcheck `pid`: it must exit 128 + sig and say so on stderr.
+  void interrupt(pid_t pid, int sig) {
+    ::kill(pid, sig);
+    const CliRun r = finish(pid);
+    EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
+    EXPECT_TRUE(contains(r.err, std::string("kvcheck: interrupted (") + signal_text(sig) + ")"))
+        << r.err;
+  }
+};
 
 TEST_P(Interrupts, ExitWith128PlusTheSignalAndLeaveOnlyCompleteResults) {
   const int sig = GetParam();
@@ -127,11 +137,7 @@ TEST_P(Interrupts, ExitWith128PlusTheSignalAndLeaveOnlyCompleteResults) {
   // tiny first: its result is written, then long is interrupted mid-run.
   const pid_t pid = start("run tiny.json long.json --out out");
   std::this_thread::sleep_for(1500ms);
-  ::kill(pid, sig);
-  CliRun r = finish(pid);
-  EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
-  EXPECT_TRUE(contains(r.err, std::string("kvcheck: interrupted (") + signal_text(sig) + ")"))
-      << r.err;
+  interrupt(pid, sig);
   EXPECT_EQ(files_under("out"), std::vector<std::string>{"tiny.json"})
       << "only complete results are left";
 }
@@ -143,11 +149,7 @@ TEST_P(Interrupts, KillTheBackendWorkerToo) {
   const std::optional<pid_t> worker = wait_for_worker(pid, 30s);
   ASSERT_TRUE(worker) << "no worker started";
   std::this_thread::sleep_for(500ms);
-  ::kill(pid, sig);
-  CliRun r = finish(pid);
-  EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
-  EXPECT_TRUE(contains(r.err, std::string("kvcheck: interrupted (") + signal_text(sig) + ")"))
-      << r.err;
+  interrupt(pid, sig);
   EXPECT_TRUE(files_under("out").empty());
   const bool gone = gone_within(*worker, 2000ms);
   EXPECT_TRUE(gone) << "worker " << *worker << " outlived its parent";

@@ -10,15 +10,12 @@
 #include <vector>
 
 #include "kernels/host/host_ops.h"
+#include "tests/device/allocator_contract.h"
 
 namespace kv {
 namespace {
 
-std::vector<unsigned char> bytes_of(Device& d, const void* p, size_t n) {
-  std::vector<unsigned char> b(n);
-  d.download(b.data(), p, n);
-  return b;
-}
+using test::bytes_of;
 
 TEST(HostDevice, NameAndFreshMemoryIsZero) {
   HostDevice d;
@@ -31,23 +28,7 @@ TEST(HostDevice, NameAndFreshMemoryIsZero) {
 
 TEST(HostDevice, ReleasedBufferIsReusedWithItsOldBytes) {
   HostDevice d;
-  void* a = d.alloc(1000);
-  std::vector<unsigned char> pattern(1000);
-  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 1);
-  d.upload(a, pattern.data(), pattern.size());
-  d.release(a);
-  void* b = d.alloc(1024);  // same 256-byte size class as 1000
-  EXPECT_EQ(b, a);
-  EXPECT_EQ(bytes_of(d, b, 1000), pattern);
-  void* c = d.alloc(1000);  // a is taken: fresh, zeroed memory
-  EXPECT_NE(c, a);
-  EXPECT_EQ(bytes_of(d, c, 1000), std::vector<unsigned char>(1000, 0));
-  void* e = d.alloc(1025);  // another size class never receives a's bytes
-  EXPECT_NE(e, a);
-  d.release(b);
-  d.release(c);
-  d.release(e);
-  EXPECT_EQ(d.live_buffers(), 0u);
+  test::expect_gpu_like_reuse(d);
 }
 
 TEST(HostDevice, BadCallsThrowDeviceError) {
@@ -245,11 +226,14 @@ TEST(HostDevice, LinearAttentionIsRecordedAndReplayedByAddress) {
   h.has_initial_state = want_meta.data() + 3;
   host::linear_attention(h);
 
-  d.replay(g);
-  d.download(got.data(), out, got.size() * 4);
-  d.download(st.data(), state, st.size() * 4);
-  EXPECT_EQ(memcmp(got.data(), want_out.data(), got.size() * 4), 0);
-  EXPECT_EQ(memcmp(st.data(), want_state.data(), st.size() * 4), 0);
+  auto replay_matches_host = [&] {
+    d.replay(g);
+    d.download(got.data(), out, got.size() * 4);
+    d.download(st.data(), state, st.size() * 4);
+    EXPECT_EQ(memcmp(got.data(), want_out.data(), got.size() * 4), 0);
+    EXPECT_EQ(memcmp(st.data(), want_state.data(), st.size() * 4), 0);
+  };
+  replay_matches_host();
   for (int64_t i = 0; i < block_stride; ++i) ASSERT_EQ(st[i], 0.0f);  // block 0: not ours
   bool nonzero = false;
   for (int64_t i = 0; i < heads * dd; ++i) nonzero = nonzero || st[block_stride + i] != 0.0f;
@@ -262,11 +246,7 @@ TEST(HostDevice, LinearAttentionIsRecordedAndReplayedByAddress) {
   d.upload(q, hq.data(), hq.size() * 4);
   std::copy(meta2, meta2 + 5, want_meta.begin());
   host::linear_attention(h);
-  d.replay(g);
-  d.download(got.data(), out, got.size() * 4);
-  d.download(st.data(), state, st.size() * 4);
-  EXPECT_EQ(memcmp(got.data(), want_out.data(), got.size() * 4), 0);
-  EXPECT_EQ(memcmp(st.data(), want_state.data(), st.size() * 4), 0);
+  replay_matches_host();
   for (void* p : {static_cast<void*>(state), static_cast<void*>(q), static_cast<void*>(k),
                   static_cast<void*>(v), static_cast<void*>(gate), static_cast<void*>(out),
                   static_cast<void*>(meta)})

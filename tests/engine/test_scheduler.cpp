@@ -365,7 +365,8 @@ TEST(Scheduler, NeverTakesEveryTokenFromTheCache) {
   }
 }
 
-TEST(Scheduler, SharedPrefixesHitTheCacheAndSaveCompute) {
+// 12 requests of 20 to 40 prompt tokens in 3 groups, each group's prompts sharing 16 tokens.
+WorkloadSpec grouped_prefix_workload() {
   WorkloadSpec w;
   w.num_requests = 12;
   w.prompt_len = {20, 40};
@@ -373,6 +374,11 @@ TEST(Scheduler, SharedPrefixesHitTheCacheAndSaveCompute) {
   w.prefix_groups = 3;
   w.shared_prefix_len = 16;
   w.arrival_step = {0, 6};
+  return w;
+}
+
+TEST(Scheduler, SharedPrefixesHitTheCacheAndSaveCompute) {
+  const WorkloadSpec w = grouped_prefix_workload();
   int64_t computed[2] = {0, 0};
   for (bool prefix : {false, true}) {
     Sim sim(engine_spec(32, 4, prefix), 200, 3, make_workload(w, 7, 101));
@@ -385,59 +391,50 @@ TEST(Scheduler, SharedPrefixesHitTheCacheAndSaveCompute) {
   EXPECT_LT(computed[1], computed[0]);
 }
 
-TEST(Scheduler, SmallPoolsPreemptAndEveryRequestStillFinishes) {
+// Small pools over block sizes 1..16, prefix caching off and on, 6 seeds each: 10 random requests
+// (half of them share a 10-token head when caching is on) in a pool that holds the largest
+// (24 + 12 - 1 tokens, and its state blocks) alone, with a little slack. Seeds and budgets step by
+// `seed_step` and `budget_step`. Returns the preemptions and the recomputed prefix-hit tokens.
+struct SweepTotals {
   int32_t preemptions = 0;
+  int64_t recomputed_hits = 0;
+};
+
+SweepTotals small_pool_sweep(uint32_t seed_step, uint32_t budget_step, int32_t state_blocks) {
+  SweepTotals totals;
   for (int32_t bs : {1, 3, 7, 16}) {
     for (bool prefix : {false, true}) {
       for (uint32_t seed = 0; seed < 6; ++seed) {
         SCOPED_TRACE(testing::Message() << "bs " << bs << " prefix " << prefix << " seed " << seed);
-        auto rs = random_requests(seed * 17 + bs, 10, 24, 12, 3);
-        if (prefix) {  // give half of them a common 10-token head
+        auto rs = random_requests(seed * seed_step + bs, 10, 24, 12, 3);
+        if (prefix) {
           for (size_t i = 0; i < rs.size(); i += 2) {
             for (int32_t p = 0; p < std::min<int32_t>(10, rs[i].prompt.size()); ++p) {
               rs[i].prompt[p] = 40 + p;
             }
           }
         }
-        // The largest request fits alone (24 + 12 - 1 tokens), with a little slack.
-        const int32_t num_blocks = 1 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
-        const int32_t budget = 1 + static_cast<int32_t>(seed * 5 % 20);
-        Sim sim(engine_spec(budget, 6, prefix), num_blocks, bs, std::move(rs));
+        const int32_t num_blocks =
+            1 + state_blocks + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
+        const int32_t budget = 1 + static_cast<int32_t>(seed * budget_step % 20);
+        Sim sim(engine_spec(budget, 6, prefix), num_blocks, bs, std::move(rs), state_blocks);
         sim.run_to_completion();
-        preemptions += sim.num_preemptions();
+        totals.preemptions += sim.num_preemptions();
+        totals.recomputed_hits += sim.recomputed_hit_tokens;
       }
     }
   }
-  EXPECT_GT(preemptions, 20);
+  return totals;
+}
+
+TEST(Scheduler, SmallPoolsPreemptAndEveryRequestStillFinishes) {
+  EXPECT_GT(small_pool_sweep(17, 5, 0).preemptions, 20);
 }
 
 TEST(Scheduler, HybridRequestsHoldOneStateBlockFromTheSamePool) {
-  int32_t preemptions = 0;
-  int64_t recomputed_hits = 0;
-  for (int32_t bs : {1, 3, 7, 16}) {
-    for (bool prefix : {false, true}) {
-      for (uint32_t seed = 0; seed < 6; ++seed) {
-        SCOPED_TRACE(testing::Message() << "bs " << bs << " prefix " << prefix << " seed " << seed);
-        auto rs = random_requests(seed * 31 + bs, 10, 24, 12, 3);
-        if (prefix) {  // give half of them a common 10-token head
-          for (size_t i = 0; i < rs.size(); i += 2) {
-            for (int32_t p = 0; p < std::min<int32_t>(10, rs[i].prompt.size()); ++p) {
-              rs[i].prompt[p] = 40 + p;
-            }
-          }
-        }
-        // The largest request fits alone with its state block, with a little slack.
-        const int32_t num_blocks = 2 + (35 + bs - 1) / bs + static_cast<int32_t>(seed % 3);
-        const int32_t budget = 1 + static_cast<int32_t>(seed * 7 % 20);
-        Sim sim(engine_spec(budget, 6, prefix), num_blocks, bs, std::move(rs), 1);
-        sim.run_to_completion();
-        preemptions += sim.num_preemptions();
-        recomputed_hits += sim.recomputed_hit_tokens;
-      }
-    }
-  }
-  EXPECT_GT(preemptions, 5);
-  EXPECT_GT(recomputed_hits, 0);
+  const SweepTotals t = small_pool_sweep(31, 7, 1);
+  EXPECT_GT(t.preemptions, 5);
+  EXPECT_GT(t.recomputed_hits, 0);
 }
 
 // Prefix caching on a hybrid pool (scheduler.h): a hit shares the cached blocks, but the request
@@ -467,13 +464,7 @@ TEST(Scheduler, HybridPrefixHitsShareBlocksAndRecomputeEveryPosition) {
 }
 
 TEST(Scheduler, HybridPrefixCachingSavesBlocksNotCompute) {
-  WorkloadSpec w;
-  w.num_requests = 12;
-  w.prompt_len = {20, 40};
-  w.new_tokens = {2, 8};
-  w.prefix_groups = 3;
-  w.shared_prefix_len = 16;
-  w.arrival_step = {0, 6};
+  const WorkloadSpec w = grouped_prefix_workload();
   int64_t computed[2] = {0, 0}, allocated[2] = {0, 0};
   for (bool prefix : {false, true}) {
     for (int32_t budget : {5, 32}) {

@@ -219,14 +219,7 @@ TEST_F(GpuAttention, PagedDecodeMatchesHost) {
               w.num_tokens = len;
               host::write_kv(w);
             }
-            TwinCache c;
-            c.mem = upload(staging);
-            c.layout = layout;
-            c.dtype = t;
-            c.num_blocks = nb;
-            c.block_size = bs;
-            c.kv_heads = sh.kv_heads;
-            c.head_dim = sh.head_dim;
+            TwinCache c = cache_holding(staging, layout, t, nb, bs, sh.kv_heads, sh.head_dim);
             c.k_scale = sc.k_scale;
             c.v_scale = sc.v_scale;
             c.v_is_k = sh.mla;

@@ -6,6 +6,7 @@
 
 #include "gpu/gpu_test_support.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "tests/device/allocator_contract.h"
 
 namespace kv::gpu_test {
 namespace {
@@ -28,28 +29,7 @@ TEST_F(GpuDevice, ProbeAndName) {
 
 TEST_F(GpuDevice, AllocatorHasTheHostsSemantics) {
   CudaDevice& d = *cuda_;
-  void* a = d.alloc(1000);
-  std::vector<unsigned char> fresh(1000, 0xff);
-  d.download(fresh.data(), a, 1000);
-  EXPECT_EQ(fresh, std::vector<unsigned char>(1000, 0)) << "fresh memory must read as zero";
-  const auto pat = pattern_bytes(1000, 1);
-  d.upload(a, pat.data(), pat.size());
-  d.release(a);
-  void* b = d.alloc(1024);  // same 256-byte size class: the released buffer, bytes and all
-  EXPECT_EQ(b, a);
-  std::vector<unsigned char> got(1000);
-  d.download(got.data(), b, 1000);
-  EXPECT_EQ(got, pat) << "a released buffer's bytes must survive into the next alloc";
-  void* c = d.alloc(1000);  // a is taken: fresh, zeroed memory
-  EXPECT_NE(c, a);
-  d.download(got.data(), c, 1000);
-  EXPECT_EQ(got, std::vector<unsigned char>(1000, 0));
-  void* e = d.alloc(1025);  // another size class never receives a's bytes
-  EXPECT_NE(e, a);
-  d.release(b);
-  d.release(c);
-  d.release(e);
-  EXPECT_EQ(d.live_buffers(), 0u);
+  test::expect_gpu_like_reuse(d);
   int x = 0;
   EXPECT_THROW(d.release(&x), DeviceError);
   d.release(nullptr);

@@ -113,6 +113,10 @@ class GpuTest : public ::testing::Test {
   // include NaN/Inf codes as stale memory does), identical on the two sides.
   TwinCache cache(KvLayout layout, DType dtype, int32_t num_blocks, int32_t block_size,
                   int32_t kv_heads, int32_t head_dim, FillPattern fill = FillPattern::nan);
+  // A cache on both devices holding `bytes`, a layer cache of that shape built on the host.
+  TwinCache cache_holding(const std::vector<unsigned char>& bytes, KvLayout layout, DType dtype,
+                          int32_t num_blocks, int32_t block_size, int32_t kv_heads,
+                          int32_t head_dim);
 
   std::string trace_seed() const { return "KVCHECK_GPU_TEST_SEED=" + std::to_string(base_seed()); }
 
@@ -236,19 +240,18 @@ struct TwinCache {
 inline TwinCache GpuTest::cache(KvLayout layout, DType dtype, int32_t num_blocks,
                                 int32_t block_size, int32_t kv_heads, int32_t head_dim,
                                 FillPattern fill) {
-  TwinCache c;
-  c.layout = layout;
-  c.dtype = dtype;
-  c.num_blocks = num_blocks;
-  c.block_size = block_size;
-  c.kv_heads = kv_heads;
-  c.head_dim = head_dim;
   const size_t bytes = static_cast<size_t>(
       layer_cache_bytes(num_blocks, block_size, kv_heads, head_dim, dtype));
   std::vector<unsigned char> init(bytes);
   host::fill_pattern(init.data(), bytes, fill, dtype, rng_(), 0);
-  c.mem = upload(init);
-  return c;
+  return cache_holding(init, layout, dtype, num_blocks, block_size, kv_heads, head_dim);
+}
+
+inline TwinCache GpuTest::cache_holding(const std::vector<unsigned char>& bytes, KvLayout layout,
+                                        DType dtype, int32_t num_blocks, int32_t block_size,
+                                        int32_t kv_heads, int32_t head_dim) {
+  return {.mem = upload(bytes), .layout = layout, .dtype = dtype, .num_blocks = num_blocks,
+          .block_size = block_size, .kv_heads = kv_heads, .head_dim = head_dim};
 }
 
 }  // namespace kv::gpu_test

@@ -348,29 +348,45 @@ TEST(ReferenceGpuMeasure, ErrorsAreTheCheckersArithmetic) {
   }
 }
 
-TEST(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
-  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
-  const Scenario s = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
-  const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
-  std::vector<int32_t> t(49, 3);
-  gpu->begin_epoch();
-  RefJob j{.request = 1, .tokens = t, .start = 0, .end = 8, .capacity = 49, .first_row = 0,
-           .logits = true};
-  gpu->run({j}, StepQuantRows(1), {});
-  j.start = 8;
-  j.end = 9;
-  gpu->run({j}, StepQuantRows(1), {});  // clean: nothing changed
-  corrupt_history_for_test(*gpu, 1);
-  j.start = 9;
-  j.end = 10;
-  try {
-    gpu->run({j}, StepQuantRows(1), {});
-    FAIL() << "the corrupted history was not noticed";
-  } catch (const DeviceError& e) {
-    EXPECT_NE(std::string(e.what()).find("request 1's K of layer 0"), std::string::npos)
-        << e.what();
+// The protection tests' reference: one attention layer, room to keep histories, and request 1's
+// job over 49 tokens.
+class ReferenceGpuProtection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
+    gpu_ = make_cuda_reference(s_, w_, int64_t{1} << 30);
   }
+
+  // Runs `j` after a stray write into request 1's history: the run must throw a DeviceError that
+  // names request 1's K of layer 0 and says each of `more`.
+  void expect_caught(const RefJob& j, std::vector<std::string> more) {
+    try {
+      gpu_->run({j}, StepQuantRows(1), {});
+      FAIL() << "the corrupted history was not noticed";
+    } catch (const DeviceError& e) {
+      more.push_back("request 1's K of layer 0");
+      for (const std::string& part : more)
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+
+  const Scenario s_ = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
+  const ModelWeights w_ = make_model_weights(s_.model, s_.cache);
+  std::unique_ptr<StepReference> gpu_;
+  RefJob job_{.request = 1, .tokens = std::vector<int32_t>(49, 3), .start = 0, .end = 8,
+              .capacity = 49, .first_row = 0, .logits = true};
+};
+
+TEST_F(ReferenceGpuProtection, AStrayWriteIntoTheHistoryIsCaughtAtTheNextStep) {
+  gpu_->begin_epoch();
+  gpu_->run({job_}, StepQuantRows(1), {});
+  job_.start = 8;
+  job_.end = 9;
+  gpu_->run({job_}, StepQuantRows(1), {});  // clean: nothing changed
+  corrupt_history_for_test(*gpu_, 1);
+  job_.start = 9;
+  job_.end = 10;
+  expect_caught(job_, {});
 }
 
 // Kept histories across epochs (cuda_reference.h). One request replayed over four epochs, its
@@ -457,30 +473,15 @@ TEST(ReferenceGpuHistory, ATieSettledOnlyInALaterEpochIsRecomputedFromThere) {
 
 // A stray write into a kept (dormant) history is caught when the history is taken up again,
 // before anything of it is read.
-TEST(ReferenceGpuProtection, AStrayWriteIntoAKeptHistoryIsCaughtWhenItIsTakenUp) {
-  if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU";
-  const Scenario s = scenario_of({"p", {LayerKind::attention}, 4, 2, 16, DType::bf16});
-  const ModelWeights w = make_model_weights(s.model, s.cache);
-  auto gpu = make_cuda_reference(s, w, int64_t{1} << 30);
-  std::vector<int32_t> t(49, 3);
-  const RefJob j{.request = 1, .tokens = t, .start = 0, .end = 8, .capacity = 49,
-                 .first_row = 0, .logits = true};
-  gpu->begin_epoch();
-  gpu->run({j}, StepQuantRows(1), {});
-  gpu->begin_epoch();
-  gpu->run({j}, StepQuantRows(1), {});  // clean: the kept rows are taken up
-  EXPECT_EQ(cuda_reference_work(*gpu).reused, 8);
-  gpu->begin_epoch();
-  corrupt_history_for_test(*gpu, 1);
-  try {
-    gpu->run({j}, StepQuantRows(1), {});
-    FAIL() << "the corrupted kept history was not noticed";
-  } catch (const DeviceError& e) {
-    EXPECT_NE(std::string(e.what()).find("request 1's K of layer 0"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("kept from an earlier epoch"), std::string::npos)
-        << e.what();
-  }
+TEST_F(ReferenceGpuProtection, AStrayWriteIntoAKeptHistoryIsCaughtWhenItIsTakenUp) {
+  gpu_->begin_epoch();
+  gpu_->run({job_}, StepQuantRows(1), {});
+  gpu_->begin_epoch();
+  gpu_->run({job_}, StepQuantRows(1), {});  // clean: the kept rows are taken up
+  EXPECT_EQ(cuda_reference_work(*gpu_).reused, 8);
+  gpu_->begin_epoch();
+  corrupt_history_for_test(*gpu_, 1);
+  expect_caught(job_, {"kept from an earlier epoch"});
 }
 
 // What a finished request's history may take: with nothing to keep, the slot of a finished

@@ -11,6 +11,18 @@ namespace {
 const DType kDtypes[] = {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3};
 const KvLayout kLayouts[] = {KvLayout::plain, KvLayout::interleaved};
 
+// Runs `body(layout, dtype, block_size)` on both layouts, every cache dtype and block sizes 1 to 16.
+template <class Body>
+void for_each_cache_shape(Body body) {
+  for (KvLayout layout : kLayouts)
+    for (DType dt : kDtypes)
+      for (int32_t bs : {1, 3, 7, 16}) {
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
+        body(layout, dt, bs);
+      }
+}
+
 // Element index (from the start of the layer's buffer) of K or V, by the layout's definition.
 int64_t elem_index(KvLayout layout, int32_t num_blocks, int64_t page, int32_t kvh, int32_t hd,
                    bool is_v, int64_t block, int64_t entry, int64_t head, int64_t feat) {
@@ -21,93 +33,85 @@ int64_t elem_index(KvLayout layout, int32_t num_blocks, int64_t page, int32_t kv
 
 TEST(WriteKv, StoresEveryRowAtItsSlotAndNothingElse) {
   Rng rng(11);
-  for (KvLayout layout : kLayouts)
-    for (DType dt : kDtypes)
-      for (int32_t bs : {1, 3, 7, 16}) {
-        SCOPED_TRACE(testing::Message()
-                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
-        const int32_t nb = 9, kvh = 2, hd = 12, tokens = 23, stride = kvh * hd + 5;
-        TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        if (dt == DType::fp8_e4m3) c.desc.k_scale = 0.25f, c.desc.v_scale = 0.0625f;
-        const std::vector<uint64_t> before = c.storage;
-        // Distinct random slots, some rows padded (-1).
-        std::vector<int64_t> all(nb * bs);
-        std::iota(all.begin(), all.end(), 0);
-        std::shuffle(all.begin(), all.end(), rng);
-        std::vector<int64_t> slots(tokens);  // rows past the cache's slots are padded too
-        for (int32_t t = 0; t < tokens; ++t) slots[t] = (t % 4 == 3 || t >= nb * bs) ? -1 : all[t];
-        const std::vector<float> k = random_floats(rng, tokens * stride, -3, 3);
-        const std::vector<float> v = random_floats(rng, tokens * stride, -3, 3);
-        WriteKvArgs w{c.desc, k.data(), v.data(), stride, stride, slots.data(), tokens};
-        host::write_kv(w);
+  for_each_cache_shape([&](KvLayout layout, DType dt, int32_t bs) {
+    const int32_t nb = 9, kvh = 2, hd = 12, tokens = 23, stride = kvh * hd + 5;
+    TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
+    if (dt == DType::fp8_e4m3) c.desc.k_scale = 0.25f, c.desc.v_scale = 0.0625f;
+    const std::vector<uint64_t> before = c.storage;
+    // Distinct random slots, some rows padded (-1).
+    std::vector<int64_t> all(nb * bs);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::vector<int64_t> slots(tokens);  // rows past the cache's slots are padded too
+    for (int32_t t = 0; t < tokens; ++t) slots[t] = (t % 4 == 3 || t >= nb * bs) ? -1 : all[t];
+    const std::vector<float> k = random_floats(rng, tokens * stride, -3, 3);
+    const std::vector<float> v = random_floats(rng, tokens * stride, -3, 3);
+    WriteKvArgs w{c.desc, k.data(), v.data(), stride, stride, slots.data(), tokens};
+    host::write_kv(w);
 
-        // Expected buffer: the poisoned original with each row stored at its slot.
-        std::vector<uint64_t> want = before;
-        const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
-        for (int32_t t = 0; t < tokens; ++t) {
-          if (slots[t] < 0) continue;
-          for (int32_t h = 0; h < kvh; ++h)
-            for (int32_t f = 0; f < hd; ++f) {
-              const int64_t b = slots[t] / bs, e = slots[t] % bs;
-              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, false, b, e, h, f),
-                             dt, k[t * stride + h * hd + f] / c.desc.k_scale);
-              store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, true, b, e, h, f),
-                             dt, v[t * stride + h * hd + f] / c.desc.v_scale);
-            }
+    // Expected buffer: the poisoned original with each row stored at its slot.
+    std::vector<uint64_t> want = before;
+    const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
+    for (int32_t t = 0; t < tokens; ++t) {
+      if (slots[t] < 0) continue;
+      for (int32_t h = 0; h < kvh; ++h)
+        for (int32_t f = 0; f < hd; ++f) {
+          const int64_t b = slots[t] / bs, e = slots[t] % bs;
+          store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, false, b, e, h, f),
+                         dt, k[t * stride + h * hd + f] / c.desc.k_scale);
+          store_from_f32(want.data(), elem_index(layout, nb, page, kvh, hd, true, b, e, h, f),
+                         dt, v[t * stride + h * hd + f] / c.desc.v_scale);
         }
-        EXPECT_TRUE(want == c.storage);
-      }
+    }
+    EXPECT_TRUE(want == c.storage);
+  });
 }
 
 // Gathered rows equal the logical K/V rounded through the cache: the conversion is exact, so the
 // comparison is bitwise.
 TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
   Rng rng(12);
-  for (KvLayout layout : kLayouts)
-    for (DType dt : kDtypes)
-      for (int32_t bs : {1, 3, 7, 16}) {
-        SCOPED_TRACE(testing::Message()
-                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
-        const int32_t kvh = 2, hd = 12, row = kvh * hd;
-        const std::vector<int32_t> lens = {5, 0, 1, bs + 2, 3 * bs};
-        const int32_t stride = 9;  // more table entries than any sequence uses (at most 5)
-        const int32_t nb = blocks_needed(lens, bs) + 3;
-        TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        if (dt == DType::fp8_e4m3) c.desc.k_scale = 0.5f, c.desc.v_scale = 0.125f;
-        const std::vector<int32_t> table = shuffled_tables(rng, nb, bs, lens, stride);
-        std::vector<int32_t> starts = {0};
-        for (int32_t l : lens) starts.push_back(starts.back() + l);
-        const int32_t total = starts.back();
-        const std::vector<float> k = random_floats(rng, total * row, -2, 2);
-        const std::vector<float> v = random_floats(rng, total * row, -2, 2);
-        for (size_t s = 0; s < lens.size(); ++s)
-          store_sequence(c, &table[s * stride], lens[s], &k[starts[s] * row], &v[starts[s] * row]);
+  for_each_cache_shape([&](KvLayout layout, DType dt, int32_t bs) {
+    const int32_t kvh = 2, hd = 12, row = kvh * hd;
+    const std::vector<int32_t> lens = {5, 0, 1, bs + 2, 3 * bs};
+    const int32_t stride = 9;  // more table entries than any sequence uses (at most 5)
+    const int32_t nb = blocks_needed(lens, bs) + 3;
+    TestCache c = make_test_cache(layout, dt, nb, bs, kvh, hd);
+    if (dt == DType::fp8_e4m3) c.desc.k_scale = 0.5f, c.desc.v_scale = 0.125f;
+    const std::vector<int32_t> table = shuffled_tables(rng, nb, bs, lens, stride);
+    std::vector<int32_t> starts = {0};
+    for (int32_t l : lens) starts.push_back(starts.back() + l);
+    const int32_t total = starts.back();
+    const std::vector<float> k = random_floats(rng, total * row, -2, 2);
+    const std::vector<float> v = random_floats(rng, total * row, -2, 2);
+    for (size_t s = 0; s < lens.size(); ++s)
+      store_sequence(c, &table[s * stride], lens[s], &k[starts[s] * row], &v[starts[s] * row]);
 
-        std::vector<float> ko(total * row + 7), vo(total * row + 7);
-        poison(ko);
-        poison(vo);
-        GatherKvArgs g{c.desc,        table.data(), stride,   lens.data(),
-                       starts.data(), ko.data(),    vo.data(), static_cast<int32_t>(lens.size())};
-        host::gather_kv(g);
-        for (int32_t i = 0; i < total * row; ++i) {
-          ASSERT_EQ(f32_bits(ko[i]), f32_bits(cache_round(k[i], dt, c.desc.k_scale))) << i;
-          ASSERT_EQ(f32_bits(vo[i]), f32_bits(cache_round(v[i], dt, c.desc.v_scale))) << i;
-        }
-        for (int32_t i = total * row; i < total * row + 7; ++i)
-          EXPECT_TRUE(is_poison(ko[i]) && is_poison(vo[i]));
+    std::vector<float> ko(total * row + 7), vo(total * row + 7);
+    poison(ko);
+    poison(vo);
+    GatherKvArgs g{c.desc,        table.data(), stride,   lens.data(),
+                   starts.data(), ko.data(),    vo.data(), static_cast<int32_t>(lens.size())};
+    host::gather_kv(g);
+    for (int32_t i = 0; i < total * row; ++i) {
+      ASSERT_EQ(f32_bits(ko[i]), f32_bits(cache_round(k[i], dt, c.desc.k_scale))) << i;
+      ASSERT_EQ(f32_bits(vo[i]), f32_bits(cache_round(v[i], dt, c.desc.v_scale))) << i;
+    }
+    for (int32_t i = total * row; i < total * row + 7; ++i)
+      EXPECT_TRUE(is_poison(ko[i]) && is_poison(vo[i]));
 
-        // The seed-004 bug: right on the plain layout, wrong on the interleaved one.
-        std::vector<float> kb(ko.size()), vb(vo.size());
-        poison(kb);
-        poison(vb);
-        g.k_out = kb.data();
-        g.v_out = vb.data();
-        g.cache = with_shape_strides(c.desc);
-        host::gather_kv(g);
-        const bool same = memcmp(kb.data(), ko.data(), kb.size() * 4) == 0 &&
-                          memcmp(vb.data(), vo.data(), vb.size() * 4) == 0;
-        EXPECT_EQ(same, layout == KvLayout::plain);
-      }
+    // The seed-004 bug: right on the plain layout, wrong on the interleaved one.
+    std::vector<float> kb(ko.size()), vb(vo.size());
+    poison(kb);
+    poison(vb);
+    g.k_out = kb.data();
+    g.v_out = vb.data();
+    g.cache = with_shape_strides(c.desc);
+    host::gather_kv(g);
+    const bool same = memcmp(kb.data(), ko.data(), kb.size() * 4) == 0 &&
+                      memcmp(vb.data(), vo.data(), vb.size() * 4) == 0;
+    EXPECT_EQ(same, layout == KvLayout::plain);
+  });
 }
 
 // v == nullptr writes K only: the V pages (here a separate region, the plain layout's V half)
@@ -115,38 +119,34 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
 // its rows written once.
 TEST(WriteKv, NullVWritesKOnlyAndLeavesVMemoryUntouched) {
   Rng rng(13);
-  for (KvLayout layout : kLayouts)
-    for (DType dt : kDtypes)
-      for (int32_t bs : {1, 3, 7, 16}) {
-        SCOPED_TRACE(testing::Message()
-                     << dtype_name(dt) << " layout " << int(layout) << " bs " << bs);
-        const int32_t nb = 8, kvh = 2, hd = 9, tokens = 7, stride = kvh * hd + 2;
-        TestCache both = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        TestCache k_only = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        if (dt == DType::fp8_e4m3)
-          for (TestCache* c : {&both, &k_only}) c->desc.k_scale = 0.05f, c->desc.v_scale = 0.5f;
-        std::vector<int64_t> slots(tokens);  // distinct: 5 is coprime with 8 * bs
-        for (int32_t t = 0; t < tokens; ++t) slots[t] = t == 2 ? -1 : (t * 5 + 1) % (nb * bs);
-        const std::vector<float> k = random_floats(rng, tokens * stride, -3, 3);
-        const std::vector<float> v = random_floats(rng, tokens * stride, -3, 3);
-        host::write_kv(
-            WriteKvArgs{both.desc, k.data(), v.data(), stride, stride, slots.data(), tokens});
-        host::write_kv(
-            WriteKvArgs{k_only.desc, k.data(), nullptr, stride, 0, slots.data(), tokens});
-        // Every K byte equals the K+V write; every V byte is still the poison of the fresh cache.
-        const TestCache fresh = make_test_cache(layout, dt, nb, bs, kvh, hd);
-        const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
-        const int esz = dtype_size(dt);
-        const char* got = reinterpret_cast<const char*>(k_only.storage.data());
-        const char* kv = reinterpret_cast<const char*>(both.storage.data());
-        const char* old = reinterpret_cast<const char*>(fresh.storage.data());
-        for (int32_t b = 0; b < nb; ++b) {
-          const int64_t ko = elem_index(layout, nb, page, kvh, hd, false, b, 0, 0, 0) * esz;
-          const int64_t vo = elem_index(layout, nb, page, kvh, hd, true, b, 0, 0, 0) * esz;
-          ASSERT_EQ(memcmp(got + ko, kv + ko, page * esz), 0) << "K of block " << b;
-          ASSERT_EQ(memcmp(got + vo, old + vo, page * esz), 0) << "V of block " << b;
-        }
-      }
+  for_each_cache_shape([&](KvLayout layout, DType dt, int32_t bs) {
+    const int32_t nb = 8, kvh = 2, hd = 9, tokens = 7, stride = kvh * hd + 2;
+    TestCache both = make_test_cache(layout, dt, nb, bs, kvh, hd);
+    TestCache k_only = make_test_cache(layout, dt, nb, bs, kvh, hd);
+    if (dt == DType::fp8_e4m3)
+      for (TestCache* c : {&both, &k_only}) c->desc.k_scale = 0.05f, c->desc.v_scale = 0.5f;
+    std::vector<int64_t> slots(tokens);  // distinct: 5 is coprime with 8 * bs
+    for (int32_t t = 0; t < tokens; ++t) slots[t] = t == 2 ? -1 : (t * 5 + 1) % (nb * bs);
+    const std::vector<float> k = random_floats(rng, tokens * stride, -3, 3);
+    const std::vector<float> v = random_floats(rng, tokens * stride, -3, 3);
+    host::write_kv(
+        WriteKvArgs{both.desc, k.data(), v.data(), stride, stride, slots.data(), tokens});
+    host::write_kv(
+        WriteKvArgs{k_only.desc, k.data(), nullptr, stride, 0, slots.data(), tokens});
+    // Every K byte equals the K+V write; every V byte is still the poison of the fresh cache.
+    const TestCache fresh = make_test_cache(layout, dt, nb, bs, kvh, hd);
+    const int64_t page = static_cast<int64_t>(bs) * kvh * hd;
+    const int esz = dtype_size(dt);
+    const char* got = reinterpret_cast<const char*>(k_only.storage.data());
+    const char* kv = reinterpret_cast<const char*>(both.storage.data());
+    const char* old = reinterpret_cast<const char*>(fresh.storage.data());
+    for (int32_t b = 0; b < nb; ++b) {
+      const int64_t ko = elem_index(layout, nb, page, kvh, hd, false, b, 0, 0, 0) * esz;
+      const int64_t vo = elem_index(layout, nb, page, kvh, hd, true, b, 0, 0, 0) * esz;
+      ASSERT_EQ(memcmp(got + ko, kv + ko, page * esz), 0) << "K of block " << b;
+      ASSERT_EQ(memcmp(got + vo, old + vo, page * esz), 0) << "V of block " << b;
+    }
+  });
 }
 
 TEST(WriteKv, MlaLatentCacheWithVAliasingK) {

@@ -11,6 +11,18 @@ namespace {
 
 float pow2(int e) { return std::ldexp(1.0f, e); }
 
+// Every 16-bit code decodes to a float that encodes back to the same code; a NaN code to a NaN.
+void expect_every_code_round_trips(float (*decode)(uint16_t), uint16_t (*encode)(float)) {
+  for (uint32_t c = 0; c < 0x10000u; ++c) {
+    const float f = decode(static_cast<uint16_t>(c));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(decode(encode(f)))) << c;
+      continue;
+    }
+    ASSERT_EQ(encode(f), c) << c;
+  }
+}
+
 TEST(Bf16, RoundsToNearestEvenOnTies) {
   EXPECT_EQ(f32_to_bf16(1.0f + pow2(-8)), 0x3f80);      // tie between 1 and 1+2^-7: even (down)
   EXPECT_EQ(f32_to_bf16(1.0f + 3 * pow2(-8)), 0x3f82);  // tie between 1+2^-7 and 1+2^-6: even (up)
@@ -25,16 +37,7 @@ TEST(Bf16, NanStaysNanAndOverflowIsInf) {
   EXPECT_EQ(f32_to_bf16(f32_from_bits(0x7f7fffffu)), 0x7f80);  // FLT_MAX rounds up to Inf
 }
 
-TEST(Bf16, EveryCodeRoundTrips) {
-  for (uint32_t c = 0; c < 0x10000u; ++c) {
-    const float f = bf16_to_f32(static_cast<uint16_t>(c));
-    if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(f)))) << c;
-      continue;
-    }
-    ASSERT_EQ(f32_to_bf16(f), c) << c;
-  }
-}
+TEST(Bf16, EveryCodeRoundTrips) { expect_every_code_round_trips(bf16_to_f32, f32_to_bf16); }
 
 TEST(F16, RoundsToNearestEvenOnTies) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
@@ -63,16 +66,7 @@ TEST(F16, Subnormals) {
   EXPECT_EQ(f16_to_f32(0x8001), -pow2(-24));
 }
 
-TEST(F16, EveryCodeRoundTrips) {
-  for (uint32_t c = 0; c < 0x10000u; ++c) {
-    const float f = f16_to_f32(static_cast<uint16_t>(c));
-    if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f)))) << c;
-      continue;
-    }
-    ASSERT_EQ(f32_to_f16(f), c) << c;
-  }
-}
+TEST(F16, EveryCodeRoundTrips) { expect_every_code_round_trips(f16_to_f32, f32_to_f16); }
 
 TEST(Fp8E4m3, SaturatesFiniteValuesTo448) {
   EXPECT_EQ(fp8_e4m3_to_f32(0x7e), 448.0f);
