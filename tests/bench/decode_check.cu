@@ -264,6 +264,14 @@ std::string compare_case(const HostCase& h, const std::vector<float>& out,
   return "";
 }
 
+// The device run's outputs against the host run's (compare_case); `out` gets the device's output.
+std::string compare_device(const HostCase& h, const DeviceCase& d, double tol, double& err,
+                           std::vector<float>& out, const std::vector<int>& skip_rows = {}) {
+  out = download<float>(d.out, h.out.size());
+  return compare_case(h, out, download<float>(d.pout, h.partial_out.size()),
+                      download<float>(d.plse, h.partial_lse.size()), tol, err, skip_rows);
+}
+
 double tolerance(DecodePath p, const Spec& s) { return test::decode_path_tolerance(p, s.dtype); }
 
 struct Tally {
@@ -301,11 +309,9 @@ void check_paths(HostCase& h, Tally& t,
       d.reset(h);
       cuda::paged_decode_path(a, p, nullptr);
       BENCH_CUDA(cudaDeviceSynchronize());
-      const auto out = download<float>(d.out, h.out.size());
-      const auto pout = download<float>(d.pout, h.partial_out.size());
-      const auto plse = download<float>(d.plse, h.partial_lse.size());
+      std::vector<float> out;
       double err = 0.0;
-      std::string problem = compare_case(h, out, pout, plse, tolerance(p, h.s), err);
+      std::string problem = compare_device(h, d, tolerance(p, h.s), err, out);
       if (problem.empty() && extra) problem = extra(out);
       ++t.runs[int(p)];
       t.max_err[int(p)] = std::max(t.max_err[int(p)], err);
@@ -413,29 +419,18 @@ void mla_shapes(Rng& rng, Tally& t) {
 // The seed-000 mechanism on every path: a NaN in V of the last block's unused tail reaches the
 // output of the heads that read that kv head (and only those); NaN/Inf in K there is masked.
 void whole_tile_nan(Rng& rng, Tally& t) {
-  struct Shape {
-    bool mla;
-    DType dt;
-    int bs, kvh, ratio, hd, vd;
-  };
-  const Shape shapes[] = {{false, DType::bf16, 16, 2, 4, 128, 0},  // generic + gqa_tc
-                          {false, DType::f32, 7, 2, 2, 12, 0},     // generic, odd block
-                          {true, DType::bf16, 64, 1, 16, 576, 512},
-                          {true, DType::fp8_e4m3, 16, 1, 16, 576, 512}};
-  for (const Shape& sh : shapes)
+  const Spec shapes[] = {
+      // generic + gqa_tc; generic with an odd block size
+      {.layout = KvLayout::interleaved, .bs = 16, .kv_heads = 2, .ratio = 4, .head_dim = 128},
+      {.layout = KvLayout::interleaved, .dtype = DType::f32, .bs = 7, .ratio = 2, .head_dim = 12},
+      {.bs = 64, .kv_heads = 1, .ratio = 16, .head_dim = 576, .v_dim = 512, .mla = true},
+      {.dtype = DType::fp8_e4m3, .kv_heads = 1, .ratio = 16, .head_dim = 576, .v_dim = 512,
+       .mla = true, .k_scale = 0.03f, .v_scale = 0.03f}};
+  for (const Spec& sh : shapes)
     for (Plan plan : {Plan::one, Plan::many, Plan::past_end}) {
-      Spec s;
-      s.mla = sh.mla;
-      s.layout = sh.mla ? KvLayout::plain : KvLayout::interleaved;
-      s.dtype = sh.dt;
-      s.bs = sh.bs;
-      s.kv_heads = sh.kvh;
-      s.ratio = sh.ratio;
-      s.head_dim = sh.hd;
-      s.v_dim = sh.vd;
+      Spec s = sh;
       s.lens = {2 * sh.bs + 3 - (sh.bs == 7 ? 1 : 0)};  // ends inside its last block
       s.plan = plan;
-      if (sh.dt == DType::fp8_e4m3) s.k_scale = s.v_scale = 0.03f;
       HostCase h = make_case(s, rng);
       PagedKv& d = h.cache.desc;
       const int len = s.lens[0];
@@ -472,18 +467,9 @@ void whole_tile_nan(Rng& rng, Tally& t) {
 // A bf16 case of rows `lens` in blocks of 16, planned by the engine's rule with at most `splits`
 // splits: GQA 8 q / 2 kv heads of 128, or MLA 16 heads over the 512 + 64 latent.
 Spec engine_planned(bool mla, std::vector<int32_t> lens, int splits) {
-  Spec s;
-  s.mla = mla;
-  s.dtype = DType::bf16;
-  s.bs = 16;
-  s.kv_heads = mla ? 1 : 2;
-  s.ratio = mla ? 16 : 4;
-  s.head_dim = mla ? 576 : 128;
-  s.v_dim = mla ? 512 : 0;
-  s.lens = std::move(lens);
-  s.plan = Plan::engine;
-  s.engine_splits = splits;
-  return s;
+  return {.dtype = DType::bf16, .bs = 16, .kv_heads = mla ? 1 : 2, .ratio = mla ? 16 : 4,
+          .head_dim = mla ? 576 : 128, .v_dim = mla ? 512 : 0, .mla = mla,
+          .lens = std::move(lens), .plan = Plan::engine, .engine_splits = splits};
 }
 
 // A captured graph must read the plan (split_meta, seq_lens) of replay time, not capture time.
@@ -525,10 +511,9 @@ void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
         BENCH_CUDA(cudaGraphExecDestroy(ge));
         BENCH_CUDA(cudaGraphDestroy(g));
         BENCH_CUDA(cudaStreamDestroy(st));
+        std::vector<float> out;
         double err = 0.0;
-        const std::string problem =
-            compare_case(h, download<float>(d.out, h.out.size()), download<float>(d.pout, h.partial_out.size()),
-                         download<float>(d.plse, h.partial_lse.size()), tolerance(p, s), err);
+        const std::string problem = compare_device(h, d, tolerance(p, s), err, out);
         problem.empty() ? t.pass(name) : t.fail(name + ": " + problem);
       } catch (const std::exception& e) {
         t.fail(name + ": " + e.what());
@@ -557,11 +542,9 @@ void broken_plans(Rng& rng, Tally& t) {
         d.reset(h);
         cuda::paged_decode_path(a, p, nullptr);
         BENCH_CUDA(cudaDeviceSynchronize());
-        const auto out = download<float>(d.out, h.out.size());
+        std::vector<float> out;
         double err = 0.0;
-        std::string problem = compare_case(h, out, download<float>(d.pout, h.partial_out.size()),
-                                           download<float>(d.plse, h.partial_lse.size()), tolerance(p, s),
-                                           err, {1});
+        std::string problem = compare_device(h, d, tolerance(p, s), err, out, {1});
         for (int i = 0; problem.empty() && i < h.H * h.vd; ++i)
           if (!std::isnan(out[h.out_stride + i]) || test::is_poison(out[h.out_stride + i]))
             problem = "row planned past the workspace: out[" + std::to_string(i) + "] is not a written NaN";
