@@ -295,35 +295,43 @@ struct Tally {
 const DecodePath kPaths[] = {DecodePath::generic, DecodePath::gqa_tc, DecodePath::mla_tc,
                              DecodePath::mla_wgmma};
 
-// Runs every path that accepts the case and compares it with the host run already in `h`.
-// `extra` may check more (the whole-tile NaN expectations); it returns a problem or "".
-void check_paths(HostCase& h, Tally& t,
-                 const std::function<std::string(const std::vector<float>&)>& extra = {}) {
-  DeviceCase d(h);
+// For each path wanted that accepts the device case `d` of `h`: `run(path, args)` runs it and
+// returns a problem or ""; the tally gets a pass or a failure named `label`, the path and the case
+// (an exception is a failure too).
+template <class Run>
+void for_each_path(HostCase& h, DeviceCase& d, Tally& t, const std::string& label, Run run) {
   for (DecodePath p : kPaths) {
     if (!t.wants(p)) continue;
     const PagedDecodeArgs a = d.args(h);
     if (!cuda::decode_path_supports(a, p, nullptr)) continue;
-    const std::string name = std::string(cuda::decode_path_name(p)) + " " + describe(h.s);
+    const std::string name = label + cuda::decode_path_name(p) + " " + describe(h.s);
     try {
-      d.reset(h);
-      cuda::paged_decode_path(a, p, nullptr);
-      BENCH_CUDA(cudaDeviceSynchronize());
-      std::vector<float> out;
-      double err = 0.0;
-      std::string problem = compare_device(h, d, tolerance(p, h.s), err, out);
-      if (problem.empty() && extra) problem = extra(out);
-      ++t.runs[int(p)];
-      t.max_err[int(p)] = std::max(t.max_err[int(p)], err);
-      if (problem.empty())
-        t.pass(name);
-      else
-        t.fail(name + ": " + problem);
+      const std::string problem = run(p, a);
+      problem.empty() ? t.pass(name) : t.fail(name + ": " + problem);
     } catch (const std::exception& e) {
       t.fail(name + ": " + e.what());
       (void)cudaGetLastError();
     }
   }
+}
+
+// Runs every path that accepts the case and compares it with the host run already in `h`.
+// `extra` may check more (the whole-tile NaN expectations); it returns a problem or "".
+void check_paths(HostCase& h, Tally& t,
+                 const std::function<std::string(const std::vector<float>&)>& extra = {}) {
+  DeviceCase d(h);
+  for_each_path(h, d, t, "", [&](DecodePath p, const PagedDecodeArgs& a) {
+    d.reset(h);
+    cuda::paged_decode_path(a, p, nullptr);
+    BENCH_CUDA(cudaDeviceSynchronize());
+    std::vector<float> out;
+    double err = 0.0;
+    std::string problem = compare_device(h, d, tolerance(p, h.s), err, out);
+    if (problem.empty() && extra) problem = extra(out);
+    ++t.runs[int(p)];
+    t.max_err[int(p)] = std::max(t.max_err[int(p)], err);
+    return problem;
+  });
 }
 
 // ---- the case families ----
@@ -478,48 +486,38 @@ void graph_replay_reads_the_live_plan(Rng& rng, Tally& t) {
     const Spec s = engine_planned(mla, {150, 40, 0, 97}, 4);
     HostCase h = make_case(s, rng);
     DeviceCase d(h);
-    for (DecodePath p : kPaths) {
-      if (!t.wants(p)) continue;
-      PagedDecodeArgs a = d.args(h);
-      if (!cuda::decode_path_supports(a, p, nullptr)) continue;
-      const std::string name = std::string("graph ") + cuda::decode_path_name(p) + " " + describe(s);
-      try {
-        // Capture with the original plan and lengths...
-        h.s.lens = s.lens;
-        h.meta = plan_decode_splits(h.s.lens, s.bs, h.max_splits);
-        BENCH_CUDA(cudaMemcpy(d.lens.as(), h.s.lens.data(), d.lens.bytes(), cudaMemcpyHostToDevice));
-        BENCH_CUDA(cudaMemcpy(d.meta.as(), h.meta.data(), d.meta.bytes(), cudaMemcpyHostToDevice));
-        cudaStream_t st;
-        BENCH_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        BENCH_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        cuda::paged_decode_path(a, p, st);
-        BENCH_CUDA(cudaStreamEndCapture(st, &g));
-        BENCH_CUDA(cudaGraphInstantiate(&ge, g, 0));
-        // ...then change them in the persistent buffers (another step), replay, compare.
-        // (Shorter rows only: a row longer than what was written would read block 0's NaN.)
-        h.s.lens = {3, 33, 0, 97};
-        h.meta = plan_decode_splits(h.s.lens, s.bs, h.max_splits);
-        h.meta[kDecodeMetaHeader + 2] = h.max_splits;  // padded row with splits: still nothing
-        BENCH_CUDA(cudaMemcpy(d.lens.as(), h.s.lens.data(), d.lens.bytes(), cudaMemcpyHostToDevice));
-        BENCH_CUDA(cudaMemcpy(d.meta.as(), h.meta.data(), d.meta.bytes(), cudaMemcpyHostToDevice));
-        h.run_host();
-        d.reset(h);
-        BENCH_CUDA(cudaGraphLaunch(ge, st));
-        BENCH_CUDA(cudaStreamSynchronize(st));
-        BENCH_CUDA(cudaGraphExecDestroy(ge));
-        BENCH_CUDA(cudaGraphDestroy(g));
-        BENCH_CUDA(cudaStreamDestroy(st));
-        std::vector<float> out;
-        double err = 0.0;
-        const std::string problem = compare_device(h, d, tolerance(p, s), err, out);
-        problem.empty() ? t.pass(name) : t.fail(name + ": " + problem);
-      } catch (const std::exception& e) {
-        t.fail(name + ": " + e.what());
-        (void)cudaGetLastError();
-      }
-    }
+    for_each_path(h, d, t, "graph ", [&](DecodePath p, const PagedDecodeArgs& a) {
+      // Capture with the original plan and lengths...
+      h.s.lens = s.lens;
+      h.meta = plan_decode_splits(h.s.lens, s.bs, h.max_splits);
+      BENCH_CUDA(cudaMemcpy(d.lens.as(), h.s.lens.data(), d.lens.bytes(), cudaMemcpyHostToDevice));
+      BENCH_CUDA(cudaMemcpy(d.meta.as(), h.meta.data(), d.meta.bytes(), cudaMemcpyHostToDevice));
+      cudaStream_t st;
+      BENCH_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      BENCH_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      cuda::paged_decode_path(a, p, st);
+      BENCH_CUDA(cudaStreamEndCapture(st, &g));
+      BENCH_CUDA(cudaGraphInstantiate(&ge, g, 0));
+      // ...then change them in the persistent buffers (another step), replay, compare.
+      // (Shorter rows only: a row longer than what was written would read block 0's NaN.)
+      h.s.lens = {3, 33, 0, 97};
+      h.meta = plan_decode_splits(h.s.lens, s.bs, h.max_splits);
+      h.meta[kDecodeMetaHeader + 2] = h.max_splits;  // padded row with splits: still nothing
+      BENCH_CUDA(cudaMemcpy(d.lens.as(), h.s.lens.data(), d.lens.bytes(), cudaMemcpyHostToDevice));
+      BENCH_CUDA(cudaMemcpy(d.meta.as(), h.meta.data(), d.meta.bytes(), cudaMemcpyHostToDevice));
+      h.run_host();
+      d.reset(h);
+      BENCH_CUDA(cudaGraphLaunch(ge, st));
+      BENCH_CUDA(cudaStreamSynchronize(st));
+      BENCH_CUDA(cudaGraphExecDestroy(ge));
+      BENCH_CUDA(cudaGraphDestroy(g));
+      BENCH_CUDA(cudaStreamDestroy(st));
+      std::vector<float> out;
+      double err = 0.0;
+      return compare_device(h, d, tolerance(p, s), err, out);
+    });
   }
 }
 
@@ -533,27 +531,19 @@ void broken_plans(Rng& rng, Tally& t) {
     h.run_host();
     h.meta[kDecodeMetaHeader + 1] = h.max_splits + 1;  // the host throws; the device writes NaN
     DeviceCase d(h);
-    for (DecodePath p : kPaths) {
-      if (!t.wants(p)) continue;
-      const PagedDecodeArgs a = d.args(h);
-      if (!cuda::decode_path_supports(a, p, nullptr)) continue;
-      const std::string name = std::string("broken plan ") + cuda::decode_path_name(p) + " " + describe(s);
-      try {
-        d.reset(h);
-        cuda::paged_decode_path(a, p, nullptr);
-        BENCH_CUDA(cudaDeviceSynchronize());
-        std::vector<float> out;
-        double err = 0.0;
-        std::string problem = compare_device(h, d, tolerance(p, s), err, out, {1});
-        for (int i = 0; problem.empty() && i < h.H * h.vd; ++i)
-          if (!std::isnan(out[h.out_stride + i]) || test::is_poison(out[h.out_stride + i]))
-            problem = "row planned past the workspace: out[" + std::to_string(i) + "] is not a written NaN";
-        problem.empty() ? t.pass(name) : t.fail(name + ": " + problem);
-      } catch (const std::exception& e) {
-        t.fail(name + ": " + e.what());
-        (void)cudaGetLastError();
-      }
-    }
+    for_each_path(h, d, t, "broken plan ", [&](DecodePath p, const PagedDecodeArgs& a) {
+      d.reset(h);
+      cuda::paged_decode_path(a, p, nullptr);
+      BENCH_CUDA(cudaDeviceSynchronize());
+      std::vector<float> out;
+      double err = 0.0;
+      std::string problem = compare_device(h, d, tolerance(p, s), err, out, {1});
+      for (int i = 0; problem.empty() && i < h.H * h.vd; ++i)
+        if (!std::isnan(out[h.out_stride + i]) || test::is_poison(out[h.out_stride + i]))
+          problem = "row planned past the workspace: out[" + std::to_string(i) +
+                    "] is not a written NaN";
+      return problem;
+    });
   }
 }
 
