@@ -315,18 +315,25 @@ void for_each_path(HostCase& h, DeviceCase& d, Tally& t, const std::string& labe
   }
 }
 
+// Path `p` on the device case, run eagerly over poisoned outputs, against the host run in `h`.
+std::string run_and_compare(const HostCase& h, DeviceCase& d, DecodePath p,
+                            const PagedDecodeArgs& a, double& err, std::vector<float>& out,
+                            const std::vector<int>& skip_rows = {}) {
+  d.reset(h);
+  cuda::paged_decode_path(a, p, nullptr);
+  BENCH_CUDA(cudaDeviceSynchronize());
+  return compare_device(h, d, tolerance(p, h.s), err, out, skip_rows);
+}
+
 // Runs every path that accepts the case and compares it with the host run already in `h`.
 // `extra` may check more (the whole-tile NaN expectations); it returns a problem or "".
 void check_paths(HostCase& h, Tally& t,
                  const std::function<std::string(const std::vector<float>&)>& extra = {}) {
   DeviceCase d(h);
   for_each_path(h, d, t, "", [&](DecodePath p, const PagedDecodeArgs& a) {
-    d.reset(h);
-    cuda::paged_decode_path(a, p, nullptr);
-    BENCH_CUDA(cudaDeviceSynchronize());
     std::vector<float> out;
     double err = 0.0;
-    std::string problem = compare_device(h, d, tolerance(p, h.s), err, out);
+    std::string problem = run_and_compare(h, d, p, a, err, out);
     if (problem.empty() && extra) problem = extra(out);
     ++t.runs[int(p)];
     t.max_err[int(p)] = std::max(t.max_err[int(p)], err);
@@ -532,12 +539,9 @@ void broken_plans(Rng& rng, Tally& t) {
     h.meta[kDecodeMetaHeader + 1] = h.max_splits + 1;  // the host throws; the device writes NaN
     DeviceCase d(h);
     for_each_path(h, d, t, "broken plan ", [&](DecodePath p, const PagedDecodeArgs& a) {
-      d.reset(h);
-      cuda::paged_decode_path(a, p, nullptr);
-      BENCH_CUDA(cudaDeviceSynchronize());
       std::vector<float> out;
       double err = 0.0;
-      std::string problem = compare_device(h, d, tolerance(p, s), err, out, {1});
+      std::string problem = run_and_compare(h, d, p, a, err, out, {1});
       for (int i = 0; problem.empty() && i < h.H * h.vd; ++i)
         if (!std::isnan(out[h.out_stride + i]) || test::is_poison(out[h.out_stride + i]))
           problem = "row planned past the workspace: out[" + std::to_string(i) +
