@@ -37,7 +37,7 @@ kvcheck_write_kv_args AbiBuilder::write_kv(const WriteKvArgs& a) {
   rows(r.v, a.v, KVCHECK_F32, n, h, hd, a.v_row_stride);
   array(r.slot_mapping, a.slot_mapping, KVCHECK_I64, n);
   r.num_tokens = n;
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
   return r;
 }
 
@@ -56,21 +56,21 @@ kvcheck_paged_decode_args AbiBuilder::paged_decode(const PagedDecodeArgs& a,
        {a.block_table_stride, 1});
   array(r.seq_lens, a.seq_lens, KVCHECK_I32, n);
   if (b.plan)
-    array(r.plan, b.plan, kAbiU8, static_cast<int64_t>(b.plan_bytes));
+    array(r.plan, b.plan, KVCHECK_U8, static_cast<int64_t>(b.plan_bytes));
   else
-    array(r.plan, a.split_meta, kAbiU8, static_cast<int64_t>(decode_plan_bytes(n)));
+    array(r.plan, a.split_meta, KVCHECK_U8, static_cast<int64_t>(decode_plan_bytes(n)));
   if (b.workspace) {
-    array(r.workspace, b.workspace, kAbiU8, static_cast<int64_t>(b.workspace_bytes));
+    array(r.workspace, b.workspace, KVCHECK_U8, static_cast<int64_t>(b.workspace_bytes));
   } else if (a.partial_out) {
     const int64_t out_floats = static_cast<int64_t>(n) * a.max_splits * nq * vd;
     if (a.partial_lse != a.partial_out + out_floats)
       throw std::invalid_argument(
           "paged_decode: partial_lse does not follow partial_out: pass the workspace the "
           "backend asked for in DecodeBuffers");
-    array(r.workspace, a.partial_out, kAbiU8,
+    array(r.workspace, a.partial_out, KVCHECK_U8,
           static_cast<int64_t>(decode_workspace_bytes(n, nq, vd, a.max_splits)));
   } else {
-    array(r.workspace, nullptr, kAbiU8, 0);
+    array(r.workspace, nullptr, KVCHECK_U8, 0);
   }
   r.num_rows = n;
   r.num_q_heads = nq;
@@ -93,7 +93,7 @@ kvcheck_decode_plan_args AbiBuilder::decode_plan(const DecodePlanArgs& a) {
   r.block_size = a.block_size;
   r.cache_dtype = to_abi(a.cache_dtype);
   r.max_splits = a.max_splits;
-  array(r.plan, a.plan, kAbiU8, static_cast<int64_t>(a.plan_bytes));
+  array(r.plan, a.plan, KVCHECK_U8, static_cast<int64_t>(a.plan_bytes));
   r.layout = layout_of(a);
   r.max_blocks_per_seq = a.max_blocks_per_seq;
   return r;
@@ -214,7 +214,7 @@ kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs&
   r.v_scale = a.v_scale;
   r.max_q_len = a.max_q_len;
   r.max_k_len = a.max_k_len;
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
   r.q_starts_host = a.q_starts_host;
   r.k_starts_host = a.k_starts_host;
   return r;
@@ -302,7 +302,7 @@ kvcheck_paged_prefill_args AbiBuilder::paged_prefill(const PagedPrefillArgs& a) 
   array(r.ctx_lens, a.ctx_lens, KVCHECK_I32, a.num_seqs);
   view(r.block_table, a.block_table, KVCHECK_I32, {a.num_seqs, a.block_table_stride},
        {a.block_table_stride, 1});
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
   r.num_seqs = a.num_seqs;
   r.num_q_heads = nq;
   r.v_dim = a.v_dim;

@@ -49,7 +49,7 @@ std::string from_abi(const kvcheck_write_kv_args& in, WriteKvArgs* out) {
                                               {n}, {1}));
   o.num_tokens = n;
   o.workspace_bytes = r.bytes(in.workspace, "workspace");
-  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
+  o.workspace = r.tensor(in.workspace, "workspace", KVCHECK_U8, {-1}, {1});
   if (r.ok()) *out = o;
   return done(r);
 }
@@ -78,7 +78,7 @@ std::string from_abi(const kvcheck_paged_decode_args& in, PagedDecodeArgs* out, 
   if (in.plan.dl.data && plan_bytes < decode_plan_bytes(n))
     r.fail("plan", std::to_string(plan_bytes) + " bytes, kvcheck's plan of " +
                        std::to_string(n) + " rows takes " + std::to_string(decode_plan_bytes(n)));
-  o.split_meta = as<const int32_t>(r.tensor(in.plan, "plan", kAbiU8, {-1}, {1}));
+  o.split_meta = as<const int32_t>(r.tensor(in.plan, "plan", KVCHECK_U8, {-1}, {1}));
   // The workspace as kvcheck's decode lays it out for max_splits splits (as many as its bytes hold
   // when the args do not say).
   const size_t ws_bytes = r.bytes(in.workspace, "workspace");
@@ -91,7 +91,7 @@ std::string from_abi(const kvcheck_paged_decode_args& in, PagedDecodeArgs* out, 
                             std::to_string(n) + " rows and " + std::to_string(o.max_splits) +
                             " splits takes " +
                             std::to_string(decode_workspace_bytes(n, nq, vd, o.max_splits)));
-  o.partial_out = as<float>(r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1}));
+  o.partial_out = as<float>(r.tensor(in.workspace, "workspace", KVCHECK_U8, {-1}, {1}));
   if (o.partial_out)
     o.partial_lse = o.partial_out + static_cast<int64_t>(n) * o.max_splits * nq * vd;
   o.num_rows = n;
@@ -116,7 +116,7 @@ std::string from_abi(const kvcheck_decode_plan_args& in, DecodePlanArgs* out) {
   o.cache_dtype = r.cache_dtype("cache_dtype", in.cache_dtype);
   o.max_splits = in.max_splits;
   o.plan_bytes = r.bytes(in.plan, "plan");
-  o.plan = as<int32_t>(r.tensor(in.plan, "plan", kAbiU8, {-1}, {1}));
+  o.plan = as<int32_t>(r.tensor(in.plan, "plan", KVCHECK_U8, {-1}, {1}));
   o.latent = in.layout == KVCHECK_LAYOUT_MLA_LATENT;
   o.interleaved = in.layout == KVCHECK_LAYOUT_KV_INTERLEAVED;
   o.max_blocks_per_seq = in.max_blocks_per_seq;
@@ -182,7 +182,7 @@ std::string from_abi(const kvcheck_varlen_attention_args& in, VarlenAttnArgs* ou
   o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
   o.num_keys = in.k.dl.ndim > 0 ? static_cast<int32_t>(in.k.dl.shape[0]) : 0;
   o.workspace_bytes = r.bytes(in.workspace, "workspace");
-  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
+  o.workspace = r.tensor(in.workspace, "workspace", KVCHECK_U8, {-1}, {1});
   o.q_starts_host = in.q_starts_host;
   o.k_starts_host = in.k_starts_host;
   if (r.ok()) *out = o;
@@ -308,7 +308,7 @@ std::string from_abi(const kvcheck_paged_prefill_args& in, PagedPrefillArgs* out
       r.tensor(in.block_table, "block_table", KVCHECK_I32, {n, -1}, {-1, 1}));
   o.block_table_stride = static_cast<int32_t>(outer_stride(in.block_table));
   o.workspace_bytes = r.bytes(in.workspace, "workspace");
-  o.workspace = r.tensor(in.workspace, "workspace", kAbiU8, {-1}, {1});
+  o.workspace = r.tensor(in.workspace, "workspace", KVCHECK_U8, {-1}, {1});
   o.num_seqs = n;
   o.num_rows = in.q.dl.ndim > 0 ? static_cast<int32_t>(in.q.dl.shape[0]) : 0;
   o.num_q_heads = nq;
