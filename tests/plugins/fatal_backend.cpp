@@ -17,11 +17,9 @@
 #include <string>
 
 #include "backend/abi_tensor.h"
+#include "host_plugin.h"
 #include "kvcheck/backend.h"
 #include "ops/op_table.h"
-
-extern "C" const kvcheck_backend* kvcheck_host_backend_init(uint32_t, const kvcheck_host*, char*,
-                                                            size_t);
 
 namespace {
 
