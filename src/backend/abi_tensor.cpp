@@ -1,6 +1,7 @@
 // abi_tensor.cpp — dtype codes, names and the ABI tensor reader (abi_tensor.h).
 #include "backend/abi_tensor.h"
 
+#include "backend/abi_fields.h"
 #include "ops/op_table.h"
 
 namespace kv::backend {
@@ -133,12 +134,7 @@ PagedKv AbiReader::cache(const kvcheck_paged_kv& c) {
   count("cache.num_blocks", c.num_blocks);
   count("cache.num_kv_heads", c.num_kv_heads);
   count("cache.head_dim", c.head_dim);
-  p.num_blocks = c.num_blocks;
-  p.block_size = c.block_size;
-  p.num_kv_heads = c.num_kv_heads;
-  p.head_dim = c.head_dim;
-  p.k_scale = c.k_scale;
-  p.v_scale = c.v_scale;
+  copy_cache_fields(p, c);
   const int64_t nb = c.num_blocks, bs = c.block_size, h = c.num_kv_heads, hd = c.head_dim;
   p.k = tensor(c.k, "cache.k", c.dtype, {nb, bs, h, hd}, {-1, -1, -1, 1});
   p.v = tensor(c.v, "cache.v", c.dtype, {nb, bs, h, hd}, {-1, -1, -1, 1});
