@@ -23,25 +23,28 @@ ALLOWED = {
     # Threads, clocks, the RNG, device errors, byte sizes: below every module of src/.
     "util": set(),
     "io": set(),
-    "backend": {"kernels", "kvcheck"},
-    "device": {"kernels", "util"},
+    # The op vocabulary (src/ops/op_table.h): below both device/ and backend/, which read it, and
+    # over the ABI header only, whose ops its rows name.
+    "ops": {"kvcheck"},
+    "backend": {"kernels", "kvcheck", "ops"},
+    "device": {"kernels", "ops", "util"},
     "scenario": {"backend", "io", "kernels", "util"},
     # The synthetic model's weights, shared by the engine and the reference.
     "model": {"kernels", "scenario", "util"},
     "engine": {"device", "kernels", "model", "scenario", "util"},
-    "plugin": {"backend", "device", "io", "kvcheck", "scenario", "util"},
-    "conform": {"backend", "device", "kernels", "kvcheck", "plugin", "util"},
+    "plugin": {"backend", "device", "io", "kvcheck", "ops", "scenario", "util"},
+    "conform": {"backend", "device", "kernels", "kvcheck", "ops", "plugin", "util"},
     # The float64 reference: the model, the scenario and the utilities; never the engine, its
     # devices, its ops (kernels/ beyond the shared math of ONLY_FILES), plugins or backends.
     "reference": {"kernels", "model", "scenario", "util"},
     # A run's result model: plain data that check/ fills and report/ prints; neither of them.
-    "result": {"device", "engine", "model", "reference", "scenario", "util"},
+    "result": {"device", "engine", "model", "ops", "reference", "scenario", "util"},
     "check": {"device", "engine", "kernels", "model", "reference", "result", "scenario", "util"},
-    "report": {"check", "device", "io", "result", "scenario", "util"},
+    "report": {"check", "device", "io", "ops", "result", "scenario", "util"},
     "cli": {"backend", "check", "conform", "device", "engine", "io", "kernels", "kvcheck", "model",
-            "plugin", "reference", "report", "result", "scenario", "util"},
+            "ops", "plugin", "reference", "report", "result", "scenario", "util"},
     # Plugins over kvcheck's ABI: its conversions and math, and the version string.
-    "backends": {"backend", "kernels", "kvcheck", "report"},
+    "backends": {"backend", "kernels", "kvcheck", "ops", "report"},
 }
 
 # Where a module may include only some files of another. The reference shares with the ops only

@@ -1,6 +1,7 @@
 // builtin_plugin.h — what kvcheck's own ops share as plugins (host_backend.cpp, cuda_backend.cu,
 // and the test plugins built over the host ops: tests/mutants): the error buffer, an op run that
-// no exception leaves, the caps of kvcheck's own ops, and the checks of init's arguments.
+// no exception leaves, the caps of kvcheck's own ops, the decode plan, and the checks of init's
+// arguments. Their op table is builtin_table.h's.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "backend/abi_convert.h"
@@ -46,22 +46,6 @@ int32_t run_op(const char* op, const Args* a, char* err, size_t err_size, Body b
     put_error(err, err_size, std::string(op) + ": unknown exception");
   }
   return KVCHECK_ERROR;
-}
-
-// The ABI args converted into kvcheck's descriptor, handed to fn(desc) (void, or "" / why).
-template <class Desc, class Args, class Fn>
-int32_t convert_and_run(const char* op, const Args* a, char* err, size_t err_size, Fn fn) {
-  return run_op(op, a, err, err_size, [&](const Args& in) {
-    Desc d;
-    std::string why = backend::from_abi(in, &d);
-    if (!why.empty()) return why;
-    if constexpr (std::is_void_v<decltype(fn(d))>) {
-      fn(d);
-      return std::string();
-    } else {
-      return std::string(fn(d));
-    }
-  });
 }
 
 // What kvcheck's own ops take: every cache dtype and layout, any head dim and block size; and
@@ -153,26 +137,6 @@ inline std::string init_refusal(const char* name, uint32_t abi_version, const kv
   if (host->options != nullptr && host->options[0] != '\0')
     return me + "takes no options, got \"" + host->options + "\"";
   return "";
-}
-
-// kvcheck_backend_init's body for such a plugin: the refusal, else the table make() builds (once,
-// at the first init that is not refused).
-template <class Make>
-const kvcheck_backend* init(const char* name, DLDeviceType runs_on, const char* other,
-                            uint32_t abi_version, const kvcheck_host* host, char* err,
-                            size_t err_size, Make make) {
-  try {
-    const std::string why = init_refusal(name, abi_version, host, runs_on, other);
-    if (!why.empty()) {
-      put_error(err, err_size, why);
-      return nullptr;
-    }
-    static const kvcheck_backend table = make();
-    return &table;
-  } catch (...) {
-    put_error(err, err_size, std::string(name) + ": init failed");
-    return nullptr;
-  }
 }
 
 // The optional lse of paged_decode from host memory: each row's split states folded as the host

@@ -2,7 +2,7 @@
 // libkvcheck_backend_cuda.so, name "builtin-cuda". Built only with the CUDA device.
 //
 // Every op of the table but paged_prefill converts its ABI args back into kvcheck's descriptor
-// (from_abi, src/backend/abi_convert.h) and calls the kv::cuda launcher that CudaDevice calls, on
+// (the table of builtin_table.h) and calls the kv::cuda launcher that CudaDevice calls, on
 // the stream kvcheck passes, then checks cudaGetLastError; so through the ABI it computes bit for
 // bit what kvcheck's CUDA device computes (tests/backend_equivalence.py --device cuda holds it to
 // that). The decode plan is the built-in planner's (plan_decode_splits_for), computed on the host
@@ -24,20 +24,17 @@
 // see it.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/abi_convert.h"
-#include "backends/builtin/builtin_plugin.h"
+#include "backends/builtin/builtin_table.h"
 #include "kernels/attn_state.cuh"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch_error.h"
 #include "kernels/decode_splits.h"
 #include "kernels/paged_kv.cuh"
 #include "kvcheck/backend.h"
@@ -46,8 +43,6 @@
 namespace {
 
 using namespace kv;
-
-constexpr const char* kName = "builtin-cuda";
 
 // What init was given: the GPU kvcheck runs on.
 struct State {
@@ -74,42 +69,6 @@ std::string use_device(const char* op, const State& st) {
     return cuda_error(op, "cudaSetDevice", e);
   }
   return "";
-}
-
-// Runs one op's body on the stream, which returns "" or why it failed; then the launch check.
-// Exceptions become the message too (the launchers' std::invalid_argument and LaunchError).
-template <class Args, class Body>
-int32_t run_op(const char* op, void* self, const Args* a, void* stream, char* err,
-               size_t err_size, Body body) {
-  try {
-    const State& st = self ? *static_cast<const State*>(self) : g_state;
-    std::string why = a ? use_device(op, st) : std::string(op) + ": args is NULL";
-    if (why.empty()) why = body(*a, static_cast<cudaStream_t>(stream));
-    if (why.empty()) {
-      const cudaError_t e = cudaGetLastError();
-      if (e == cudaSuccess) return KVCHECK_OK;
-      why = cuda_error(op, "kernel launch", e);
-    }
-    put_error(err, err_size, why);
-  } catch (const std::exception& e) {
-    (void)cudaGetLastError();  // a launcher that threw may have left a launch error behind
-    put_error(err, err_size, builtin_plugin::op_message(op, e.what()));
-  } catch (...) {
-    put_error(err, err_size, std::string(op) + ": unknown exception");
-  }
-  return KVCHECK_ERROR;
-}
-
-// An op that is its kvcheck descriptor handed to the kv::cuda launcher as it is.
-template <class Desc, class Args>
-int32_t convert_and_launch(const char* op, void* self, const Args* a, void* stream, char* err,
-                           size_t err_size, void (*launcher)(const Desc&, cudaStream_t)) {
-  return run_op(op, self, a, stream, err, err_size, [&](const Args& in, cudaStream_t s) {
-    Desc d;
-    std::string why = backend::from_abi(in, &d);
-    if (why.empty()) launcher(d, s);
-    return why;
-  });
 }
 
 // ---- the optional lse of paged_decode ------------------------------------------------------
@@ -206,126 +165,87 @@ void launch_decode_lse(const PagedDecodeArgs& d, float* lse, cudaStream_t s) {
   decode_lse_kernel<<<static_cast<unsigned>(ctas), kLseThreads, 0, s>>>(d, lse);
 }
 
-// ---- ops ----------------------------------------------------------------------------------
+// ---- the plugin ------------------------------------------------------------------------------
 
-int32_t write_kv(void* self, const kvcheck_write_kv_args* a, void* s, char* err, size_t n) {
-  return convert_and_launch<WriteKvArgs>("write_kv", self, a, s, err, n, cuda::write_kv);
-}
+// What CudaDevice runs: every cache dtype, layout and head dim the launchers take (they refuse at
+// launch, as in the built-in device, what they cannot: paged_decode's v_dim above kMaxHeadDim
+// 1024, linear attention's head_dim above 1024), with the host device's conventions.
+struct CudaOps {
+  static constexpr const char* kName = "builtin-cuda";
+  static constexpr DLDeviceType kRunsOn = kDLCUDA;
+  static constexpr const char* kElsewhere = "on the host, libkvcheck_backend_host.so";
+  static std::string version() { return std::string("kvcheck ") + kKvcheckVersion; }
+  static void* self() { return &g_state; }
 
-int32_t gather_kv(void* self, const kvcheck_gather_kv_args* a, void* s, char* err, size_t n) {
-  return convert_and_launch<GatherKvArgs>("gather_kv", self, a, s, err, n, cuda::gather_kv);
-}
+  // Runs one op's body on the stream, which returns "" or why it failed; then the launch check.
+  // Exceptions become the message too (the launchers' std::invalid_argument and LaunchError).
+  template <class Args, class Body>
+  static int32_t run(const char* op, void* self, const Args* a, void* stream, char* err,
+                     size_t err_size, Body body) {
+    try {
+      const State& st = self ? *static_cast<const State*>(self) : g_state;
+      std::string why = a ? use_device(op, st) : std::string(op) + ": args is NULL";
+      if (why.empty()) why = body(*a, stream);
+      if (why.empty()) {
+        const cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess) return KVCHECK_OK;
+        why = cuda_error(op, "kernel launch", e);
+      }
+      put_error(err, err_size, why);
+    } catch (const std::exception& e) {
+      (void)cudaGetLastError();  // a launcher that threw may have left a launch error behind
+      put_error(err, err_size, builtin_plugin::op_message(op, e.what()));
+    } catch (...) {
+      put_error(err, err_size, std::string(op) + ": unknown exception");
+    }
+    return KVCHECK_ERROR;
+  }
 
-int32_t varlen_attention(void* self, const kvcheck_varlen_attention_args* a, void* s, char* err,
-                         size_t n) {
-  return convert_and_launch<VarlenAttnArgs>("varlen_attention", self, a, s, err, n,
-                                            cuda::varlen_attention);
-}
+  KV_BUILTIN_OP_FUNCTIONS(cuda)
 
-int32_t merge_states(void* self, const kvcheck_merge_states_args* a, void* s, char* err,
-                     size_t n) {
-  return convert_and_launch<MergeStatesArgs>("merge_states", self, a, s, err, n,
-                                             cuda::merge_states);
-}
+  static std::string paged_decode(const PagedDecodeArgs& d, float* lse, void* stream) {
+    const auto s = static_cast<cudaStream_t>(stream);
+    cuda::paged_decode(d, s);
+    if (lse && d.num_rows > 0) {
+      // The decode's own launch check first, so that an error names the right kernel.
+      const cudaError_t e = cudaGetLastError();
+      const char* op = backend::op_name(KVCHECK_OP_PAGED_DECODE);
+      if (e != cudaSuccess) return cuda_error(op, "kernel launch", e);
+      launch_decode_lse(d, lse, s);
+    }
+    return "";
+  }
 
-int32_t linear_attention(void* self, const kvcheck_linear_attention_args* a, void* s, char* err,
-                         size_t n) {
-  return convert_and_launch<LinearAttnArgs>("linear_attention", self, a, s, err, n,
-                                            cuda::linear_attention);
-}
-
-int32_t fill_blocks(void* self, const kvcheck_fill_blocks_args* a, void* s, char* err,
-                    size_t n) {
-  return convert_and_launch<FillBlocksArgs>("fill_blocks", self, a, s, err, n,
-                                            cuda::fill_blocks);
-}
-
-int32_t quant_fp8(void* self, const kvcheck_quant_fp8_args* a, void* s, char* err, size_t n) {
-  return convert_and_launch<QuantFp8Args>("quant_fp8", self, a, s, err, n, cuda::quant_fp8);
-}
-
-int32_t paged_decode(void* self, const kvcheck_paged_decode_args* a, void* s, char* err,
-                     size_t n) {
-  return run_op("paged_decode", self, a, s, err, n,
-                [](const kvcheck_paged_decode_args& in, cudaStream_t stream) {
-                  PagedDecodeArgs d;
-                  float* lse = nullptr;
-                  std::string why = backend::from_abi(in, &d, &lse);
-                  if (!why.empty()) return why;
-                  if (d.num_rows > 0 && d.split_meta == nullptr)
-                    return std::string("paged_decode: plan: absent; builtin-cuda reads the split "
-                                       "plan that paged_decode_plan wrote there");
-                  if (d.num_rows > 0 && d.partial_out == nullptr)
-                    return std::string("paged_decode: workspace: absent; builtin-cuda needs "
-                                       "workspace_bytes(KVCHECK_OP_PAGED_DECODE) bytes");
-                  cuda::paged_decode(d, stream);
-                  if (lse && d.num_rows > 0) {
-                    // The decode's own launch check first, so that an error names the right kernel.
-                    const cudaError_t e = cudaGetLastError();
-                    if (e != cudaSuccess) return cuda_error("paged_decode", "kernel launch", e);
-                    launch_decode_lse(d, lse, stream);
-                  }
-                  return std::string();
-                });
-}
-
-// The plan is computed on the host and copied into kvcheck's persistent plan buffer on the stream,
-// then the stream is waited for, as the built-in Device::paged_decode_plan does (upload = copy +
-// synchronize). The wait is what keeps the host vector alive until the copy has read it: CUDA's
-// "API synchronization behavior" says only that a pageable host-to-device cudaMemcpyAsync "may"
-// be staged before it returns, so the plugin does not rely on staging. kvcheck never plans while it
-// captures a graph (its built-in planner could not either); a capturing stream is refused.
-int32_t paged_decode_plan(void* self, const kvcheck_decode_plan_args* a, void* s, char* err,
-                          size_t n) {
-  return run_op("paged_decode_plan", self, a, s, err, n,
-                [](const kvcheck_decode_plan_args& in, cudaStream_t stream) {
-    DecodePlanArgs d;
-    std::string why;
-    const std::vector<int32_t> plan = builtin_plugin::builtin_plan(in, &d, &why);
-    if (!why.empty()) return why;
+  // The plan is copied into kvcheck's persistent plan buffer on the stream, then the stream is
+  // waited for, as the built-in Device::paged_decode_plan does (upload = copy + synchronize). The
+  // wait is what keeps the host vector alive until the copy has read it: CUDA's "API
+  // synchronization behavior" says only that a pageable host-to-device cudaMemcpyAsync "may" be
+  // staged before it returns, so the plugin does not rely on staging. kvcheck never plans while
+  // it captures a graph (its built-in planner could not either); a capturing stream is refused.
+  static std::string store_plan(const std::vector<int32_t>& plan, const DecodePlanArgs& d,
+                                void* stream) {
+    const auto s = static_cast<cudaStream_t>(stream);
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    cudaError_t e = cudaStreamIsCapturing(stream, &cap);
+    cudaError_t e = cudaStreamIsCapturing(s, &cap);
     if (e != cudaSuccess) return cuda_error("paged_decode_plan", "cudaStreamIsCapturing", e);
     if (cap != cudaStreamCaptureStatusNone)
-      return std::string("paged_decode_plan: called while the stream is being captured: the "
-                         "plan is a copy from host memory, which a graph cannot hold");
+      return "paged_decode_plan: called while the stream is being captured: the plan is a copy "
+             "from host memory, which a graph cannot hold";
     const size_t bytes = plan.size() * sizeof(int32_t);
-    e = cudaMemcpyAsync(d.plan, plan.data(), bytes, cudaMemcpyHostToDevice, stream);
+    e = cudaMemcpyAsync(d.plan, plan.data(), bytes, cudaMemcpyHostToDevice, s);
     if (e != cudaSuccess) return cuda_error("paged_decode_plan", "cudaMemcpyAsync", e);
-    e = cudaStreamSynchronize(stream);  // `plan` (host) must outlive the copy: see above
+    e = cudaStreamSynchronize(s);  // `plan` (host) must outlive the copy: see above
     if (e != cudaSuccess) return cuda_error("paged_decode_plan", "cudaStreamSynchronize", e);
-    return std::string();
-  });
-}
-
-// ---- the table ----------------------------------------------------------------------------
-
-kvcheck_backend make_table() {
-  static const std::string version = std::string("kvcheck ") + kKvcheckVersion;
-  // What CudaDevice runs: every cache dtype, layout and head dim the launchers take (they refuse
-  // at launch, as in the built-in device, what they cannot: paged_decode's v_dim above
-  // kMaxHeadDim 1024, linear attention's head_dim above 1024), with the host device's conventions.
-  kvcheck_backend b = builtin_plugin::builtin_table(kName, version.c_str(), &g_state);
-  b.write_kv = write_kv;
-  b.paged_decode = paged_decode;
-  b.gather_kv = gather_kv;
-  b.varlen_attention = varlen_attention;
-  b.merge_states = merge_states;
-  b.linear_attention = linear_attention;
-  b.fill_blocks = fill_blocks;
-  b.quant_fp8 = quant_fp8;
-  b.paged_prefill = nullptr;  // kvcheck runs its gather -> varlen -> merge chain
-  b.paged_decode_plan = paged_decode_plan;
-  return b;
-}
+    return "";
+  }
+};
 
 }  // namespace
 
 extern "C" KVCHECK_BACKEND_EXPORT const kvcheck_backend* kvcheck_backend_init(
     uint32_t abi_version, const kvcheck_host* host, char* err, size_t err_size) {
-  const kvcheck_backend* table = kv::builtin_plugin::init(
-      kName, kDLCUDA, "on the host, libkvcheck_backend_host.so", abi_version, host, err,
-      err_size, make_table);
+  const kvcheck_backend* table =
+      kv::builtin_plugin::init<CudaOps>(abi_version, host, err, err_size);
   if (table) g_state.device = host->device.device_id;  // no CUDA call: see the top
   return table;
 }

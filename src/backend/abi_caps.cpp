@@ -57,6 +57,13 @@ bool implements(const kvcheck_backend& b, kvcheck_op op) {
   return false;
 }
 
+std::vector<kvcheck_op> implemented_ops(const kvcheck_backend& b) {
+  std::vector<kvcheck_op> ops;
+  for (int32_t i = 0; i < KVCHECK_NUM_OPS; ++i)
+    if (implements(b, static_cast<kvcheck_op>(i))) ops.push_back(static_cast<kvcheck_op>(i));
+  return ops;
+}
+
 std::string caps_refusal(const kvcheck_caps& caps, const CacheShape& c) {
   if (caps.struct_size < sizeof(kvcheck_caps))
     return "caps struct_size " + std::to_string(caps.struct_size) + " is less than the v1 size " +

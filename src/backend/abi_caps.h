@@ -28,8 +28,11 @@ struct CacheShape {
 // The names of the bits set in `mask` (bit i named name(i), i < count): a caps mask read out.
 std::vector<std::string> mask_names(uint32_t mask, int32_t count, const char* (*name)(int32_t));
 
-// Whether the backend's table has the op (a non-NULL function); false past its struct_size.
+// Whether the backend's table has the op (a non-NULL function); false past its struct_size. The
+// one reading of a table's ops: everything else asks this.
 bool implements(const kvcheck_backend& b, kvcheck_op op);
+// The ops it implements, in kvcheck_op order.
+std::vector<kvcheck_op> implemented_ops(const kvcheck_backend& b);
 
 // Why `caps` cannot take `cache` ("cache dtype fp8_e4m3 is not among the backend's: f32 bf16"),
 // or "" if they can. Caps whose struct_size is below the v1 size take nothing.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/abi_convert.h"
+#include "backend/abi_fields.h"
 #include "kernels/decode_splits.h"
 
 namespace kv::backend {
@@ -14,63 +15,52 @@ void AbiBuilder::cache(kvcheck_paged_kv& r, const PagedKv& c) {
   r.struct_size = sizeof(r);
   r.layout = layout_of(c);
   r.dtype = to_abi(c.dtype);
-  r.num_blocks = c.num_blocks;
-  r.block_size = c.block_size;
-  r.num_kv_heads = c.num_kv_heads;
-  r.head_dim = c.head_dim;
+  copy_cache_fields(r, c);
   r.null_block = 0;
   view(r.k, c.k, r.dtype, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim},
        {c.k_stride_block, c.k_stride_token, c.k_stride_head, 1});
   view(r.v, c.v, r.dtype, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim},
        {c.v_stride_block, c.v_stride_token, c.v_stride_head, 1});
-  r.k_scale = c.k_scale;
-  r.v_scale = c.v_scale;
 }
 
 kvcheck_write_kv_args AbiBuilder::write_kv(const WriteKvArgs& a) {
-  pool_.reset();
-  kvcheck_write_kv_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_write_kv_args>();
   cache(r.cache, a.cache);
   const int32_t n = a.num_tokens, h = a.cache.num_kv_heads, hd = a.cache.head_dim;
   rows(r.k, a.k, KVCHECK_F32, n, h, hd, a.k_row_stride);
   rows(r.v, a.v, KVCHECK_F32, n, h, hd, a.v_row_stride);
   array(r.slot_mapping, a.slot_mapping, KVCHECK_I64, n);
   r.num_tokens = n;
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
   return r;
 }
 
 kvcheck_paged_decode_args AbiBuilder::paged_decode(const PagedDecodeArgs& a,
                                                    const DecodeBuffers& b) {
-  pool_.reset();
-  kvcheck_paged_decode_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_paged_decode_args>();
   cache(r.cache, a.cache);
   const int32_t n = a.num_rows, nq = a.num_q_heads, hd = a.cache.head_dim;
   const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
-  rows(r.q, a.q, KVCHECK_F32, n, nq, hd, a.q_row_stride);
-  rows(r.out, a.out, KVCHECK_F32, n, nq, vd, a.out_row_stride);
-  view(r.lse, b.lse, KVCHECK_F32, {n, nq}, {nq, 1});
+  attention_rows(r, a, n, b.lse);
   view(r.block_table, a.block_table, KVCHECK_I32, {n, a.block_table_stride},
        {a.block_table_stride, 1});
   array(r.seq_lens, a.seq_lens, KVCHECK_I32, n);
   if (b.plan)
-    array(r.plan, b.plan, kAbiU8, static_cast<int64_t>(b.plan_bytes));
+    array(r.plan, b.plan, KVCHECK_U8, static_cast<int64_t>(b.plan_bytes));
   else
-    array(r.plan, a.split_meta, kAbiU8, static_cast<int64_t>(decode_plan_bytes(n)));
+    array(r.plan, a.split_meta, KVCHECK_U8, static_cast<int64_t>(decode_plan_bytes(n)));
   if (b.workspace) {
-    array(r.workspace, b.workspace, kAbiU8, static_cast<int64_t>(b.workspace_bytes));
+    array(r.workspace, b.workspace, KVCHECK_U8, static_cast<int64_t>(b.workspace_bytes));
   } else if (a.partial_out) {
     const int64_t out_floats = static_cast<int64_t>(n) * a.max_splits * nq * vd;
     if (a.partial_lse != a.partial_out + out_floats)
       throw std::invalid_argument(
           "paged_decode: partial_lse does not follow partial_out: pass the workspace the "
           "backend asked for in DecodeBuffers");
-    array(r.workspace, a.partial_out, kAbiU8,
+    array(r.workspace, a.partial_out, KVCHECK_U8,
           static_cast<int64_t>(decode_workspace_bytes(n, nq, vd, a.max_splits)));
   } else {
-    array(r.workspace, nullptr, kAbiU8, 0);
+    array(r.workspace, nullptr, KVCHECK_U8, 0);
   }
   r.num_rows = n;
   r.num_q_heads = nq;
@@ -81,21 +71,11 @@ kvcheck_paged_decode_args AbiBuilder::paged_decode(const PagedDecodeArgs& a,
 }
 
 kvcheck_decode_plan_args AbiBuilder::decode_plan(const DecodePlanArgs& a) {
-  pool_.reset();
-  kvcheck_decode_plan_args r{};
-  r.struct_size = sizeof(r);
-  r.seq_lens_host = a.seq_lens_host;
-  r.num_rows = a.num_rows;
-  r.num_q_heads = a.num_q_heads;
-  r.num_kv_heads = a.num_kv_heads;
-  r.head_dim = a.head_dim;
-  r.v_dim = a.v_dim;
-  r.block_size = a.block_size;
+  auto r = start<kvcheck_decode_plan_args>();
+  copy_plan_fields(r, a);
   r.cache_dtype = to_abi(a.cache_dtype);
-  r.max_splits = a.max_splits;
-  array(r.plan, a.plan, kAbiU8, static_cast<int64_t>(a.plan_bytes));
+  array(r.plan, a.plan, KVCHECK_U8, static_cast<int64_t>(a.plan_bytes));
   r.layout = layout_of(a);
-  r.max_blocks_per_seq = a.max_blocks_per_seq;
   return r;
 }
 
@@ -173,9 +153,7 @@ kvcheck_size_query size_query(const VarlenAttnArgs& a) {
 }
 
 kvcheck_gather_kv_args AbiBuilder::gather_kv(const GatherKvArgs& a, int32_t total_ctx) {
-  pool_.reset();
-  kvcheck_gather_kv_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_gather_kv_args>();
   cache(r.cache, a.cache);
   const int32_t n = a.num_seqs, h = a.cache.num_kv_heads, hd = a.cache.head_dim;
   view(r.block_table, a.block_table, KVCHECK_I32, {n, a.block_table_stride},
@@ -190,9 +168,7 @@ kvcheck_gather_kv_args AbiBuilder::gather_kv(const GatherKvArgs& a, int32_t tota
 
 kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs& a,
                                                            int32_t num_rows, int32_t keys) {
-  pool_.reset();
-  kvcheck_varlen_attention_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_varlen_attention_args>();
   const int32_t nq = a.num_q_heads, nkv = a.num_kv_heads, hd = a.head_dim;
   const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
   rows(r.q, a.q, KVCHECK_F32, num_rows, nq, hd, a.q_row_stride);
@@ -202,28 +178,16 @@ kvcheck_varlen_attention_args AbiBuilder::varlen_attention(const VarlenAttnArgs&
   array(r.k_starts, a.k_starts, KVCHECK_I32, a.num_seqs + 1);
   rows(r.out, a.out, KVCHECK_F32, num_rows, nq, vd, a.out_row_stride);
   view(r.lse, a.lse, KVCHECK_F32, {num_rows, nq}, {nq, 1});
-  r.num_seqs = a.num_seqs;
-  r.num_q_heads = nq;
-  r.num_kv_heads = nkv;
-  r.head_dim = hd;
+  copy_varlen_fields(r, a);
   r.v_dim = vd;
-  r.scale = a.scale;
   r.causal = a.causal ? 1 : 0;
   r.kv_dtype = to_abi(a.kv_dtype);
-  r.k_scale = a.k_scale;
-  r.v_scale = a.v_scale;
-  r.max_q_len = a.max_q_len;
-  r.max_k_len = a.max_k_len;
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
-  r.q_starts_host = a.q_starts_host;
-  r.k_starts_host = a.k_starts_host;
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
   return r;
 }
 
 kvcheck_merge_states_args AbiBuilder::merge_states(const MergeStatesArgs& a) {
-  pool_.reset();
-  kvcheck_merge_states_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_merge_states_args>();
   const int32_t n = a.num_rows, nh = a.num_heads, hd = a.head_dim;
   rows(r.out_a, a.out_a, KVCHECK_F32, n, nh, hd, a.row_stride);
   view(r.lse_a, a.lse_a, KVCHECK_F32, {n, nh}, {nh, 1});
@@ -239,9 +203,7 @@ kvcheck_merge_states_args AbiBuilder::merge_states(const MergeStatesArgs& a) {
 }
 
 kvcheck_fill_blocks_args AbiBuilder::fill_blocks(const FillBlocksArgs& a) {
-  pool_.reset();
-  kvcheck_fill_blocks_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_fill_blocks_args>();
   cache(r.cache, a.cache);
   array(r.block_ids, a.block_ids, KVCHECK_I32, a.num_ids);
   r.num_ids = a.num_ids;
@@ -253,9 +215,7 @@ kvcheck_fill_blocks_args AbiBuilder::fill_blocks(const FillBlocksArgs& a) {
 kvcheck_linear_attention_args AbiBuilder::linear_attention(const LinearAttnArgs& a,
                                                            int32_t num_rows,
                                                            int32_t state_blocks) {
-  pool_.reset();
-  kvcheck_linear_attention_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_linear_attention_args>();
   const int64_t nh = a.num_heads, d = a.head_dim;
   view(r.state, a.state, KVCHECK_F32, {state_blocks, nh, d, d},
        {a.state_block_stride, d * d, d, 1});
@@ -275,9 +235,7 @@ kvcheck_linear_attention_args AbiBuilder::linear_attention(const LinearAttnArgs&
 }
 
 kvcheck_quant_fp8_args AbiBuilder::quant_fp8(const QuantFp8Args& a) {
-  pool_.reset();
-  kvcheck_quant_fp8_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_quant_fp8_args>();
   view(r.x, a.x, KVCHECK_F32, {a.num_rows, a.cols}, {a.row_stride, 1});
   view(r.y, a.y, KVCHECK_F32, {a.num_rows, a.cols}, {a.row_stride, 1});
   array(r.amax_rows, a.amax_rows, KVCHECK_I32, 1);
@@ -289,28 +247,15 @@ kvcheck_quant_fp8_args AbiBuilder::quant_fp8(const QuantFp8Args& a) {
 }
 
 kvcheck_paged_prefill_args AbiBuilder::paged_prefill(const PagedPrefillArgs& a) {
-  pool_.reset();
-  kvcheck_paged_prefill_args r{};
-  r.struct_size = sizeof(r);
+  auto r = start<kvcheck_paged_prefill_args>();
   cache(r.cache, a.cache);
-  const int32_t n = a.num_rows, nq = a.num_q_heads, hd = a.cache.head_dim;
-  const int32_t vd = a.v_dim == 0 ? hd : a.v_dim;
-  rows(r.q, a.q, KVCHECK_F32, n, nq, hd, a.q_row_stride);
-  rows(r.out, a.out, KVCHECK_F32, n, nq, vd, a.out_row_stride);
-  view(r.lse, a.lse, KVCHECK_F32, {n, nq}, {nq, 1});
+  attention_rows(r, a, a.num_rows, a.lse);
   array(r.q_starts, a.q_starts, KVCHECK_I32, a.num_seqs + 1);
   array(r.ctx_lens, a.ctx_lens, KVCHECK_I32, a.num_seqs);
   view(r.block_table, a.block_table, KVCHECK_I32, {a.num_seqs, a.block_table_stride},
        {a.block_table_stride, 1});
-  array(r.workspace, a.workspace, kAbiU8, static_cast<int64_t>(a.workspace_bytes));
-  r.num_seqs = a.num_seqs;
-  r.num_q_heads = nq;
-  r.v_dim = a.v_dim;
-  r.scale = a.scale;
-  r.max_q_len = a.max_q_len;
-  r.max_ctx_len = a.max_ctx_len;
-  r.q_starts_host = a.q_starts_host;
-  r.ctx_lens_host = a.ctx_lens_host;
+  array(r.workspace, a.workspace, KVCHECK_U8, static_cast<int64_t>(a.workspace_bytes));
+  copy_prefill_fields(r, a);
   return r;
 }
 

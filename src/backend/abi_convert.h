@@ -80,7 +80,24 @@ class AbiBuilder {
   kvcheck_paged_prefill_args paged_prefill(const PagedPrefillArgs& a);
 
  private:
+  // The args struct of one call: zeroed, its struct_size set; the call's tensors start afresh.
+  template <class R>
+  R start() {
+    pool_.reset();
+    R r{};
+    r.struct_size = sizeof(r);
+    return r;
+  }
   void cache(kvcheck_paged_kv& r, const PagedKv& c);
+  // q [n][heads][head_dim], out [n][heads][v_dim] and lse [n][heads] of an attention call over
+  // the paged cache (paged_decode, paged_prefill).
+  template <class R, class A>
+  void attention_rows(R& r, const A& a, int32_t n, const float* lse) {
+    const int32_t nq = a.num_q_heads, hd = a.cache.head_dim, vd = a.v_dim == 0 ? hd : a.v_dim;
+    rows(r.q, a.q, KVCHECK_F32, n, nq, hd, a.q_row_stride);
+    rows(r.out, a.out, KVCHECK_F32, n, nq, vd, a.out_row_stride);
+    view(r.lse, lse, KVCHECK_F32, {n, nq}, {nq, 1});
+  }
   void view(kvcheck_tensor& t, const void* data, int32_t dtype,
             std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides) {
     pool_.view(t, map_ && data ? map_->to_device(data) : data, dtype, device_, shape, strides);

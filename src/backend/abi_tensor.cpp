@@ -1,6 +1,9 @@
 // abi_tensor.cpp — dtype codes, names and the ABI tensor reader (abi_tensor.h).
 #include "backend/abi_tensor.h"
 
+#include "backend/abi_fields.h"
+#include "ops/op_table.h"
+
 namespace kv::backend {
 namespace {
 
@@ -24,7 +27,7 @@ const char* dtype_name(int32_t d) {
     case KVCHECK_FP8_E4M3: return "fp8_e4m3";
     case KVCHECK_I32: return "i32";
     case KVCHECK_I64: return "i64";
-    case kAbiU8: return "u8";
+    case KVCHECK_U8: return "u8";
   }
   return "unknown dtype";
 }
@@ -39,24 +42,13 @@ const char* layout_name(int32_t l) {
 }
 
 const char* op_name(kvcheck_op op) {
-  switch (op) {
-    case KVCHECK_OP_WRITE_KV: return "write_kv";
-    case KVCHECK_OP_PAGED_DECODE: return "paged_decode";
-    case KVCHECK_OP_GATHER_KV: return "gather_kv";
-    case KVCHECK_OP_VARLEN_ATTENTION: return "varlen_attention";
-    case KVCHECK_OP_MERGE_STATES: return "merge_states";
-    case KVCHECK_OP_LINEAR_ATTENTION: return "linear_attention";
-    case KVCHECK_OP_FILL_BLOCKS: return "fill_blocks";
-    case KVCHECK_OP_QUANT_FP8: return "quant_fp8";
-    case KVCHECK_OP_PAGED_PREFILL: return "paged_prefill";
-    case KVCHECK_NUM_OPS: break;
-  }
-  return "unknown";
+  const DeviceOpInfo* row = find_abi_op(op);
+  return row ? row->name.data() : "unknown";
 }
 
 std::vector<std::string> op_names() {
   std::vector<std::string> names;
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) names.emplace_back(op_name(static_cast<kvcheck_op>(i)));
+  for (int32_t op = 0; op < KVCHECK_NUM_OPS; ++op) names.emplace_back(find_abi_op(op)->name);
   return names;
 }
 
@@ -91,7 +83,7 @@ void* AbiReader::tensor(const kvcheck_tensor& t, const char* what, int32_t dtype
                         std::initializer_list<int64_t> strides) {
   if (!ok() || t.dl.data == nullptr) return nullptr;
   const int ndim = static_cast<int>(shape.size());
-  if (dtype != kAbiU8 && t.dtype != dtype)
+  if (dtype != KVCHECK_U8 && t.dtype != dtype)
     fail(what, std::string("dtype is ") + dtype_name(t.dtype) + ", expected " +
                    dtype_name(dtype));
   else if (!same_dl(t.dl.dtype, dl_dtype(dtype)))
@@ -124,7 +116,7 @@ void* AbiReader::tensor(const kvcheck_tensor& t, const char* what, int32_t dtype
 }
 
 size_t AbiReader::bytes(const kvcheck_tensor& t, const char* what) {
-  return tensor(t, what, kAbiU8, {-1}, {1}) ? static_cast<size_t>(t.dl.shape[0]) : 0;
+  return tensor(t, what, KVCHECK_U8, {-1}, {1}) ? static_cast<size_t>(t.dl.shape[0]) : 0;
 }
 
 DType AbiReader::cache_dtype(const char* what, int32_t d) {
@@ -142,12 +134,7 @@ PagedKv AbiReader::cache(const kvcheck_paged_kv& c) {
   count("cache.num_blocks", c.num_blocks);
   count("cache.num_kv_heads", c.num_kv_heads);
   count("cache.head_dim", c.head_dim);
-  p.num_blocks = c.num_blocks;
-  p.block_size = c.block_size;
-  p.num_kv_heads = c.num_kv_heads;
-  p.head_dim = c.head_dim;
-  p.k_scale = c.k_scale;
-  p.v_scale = c.v_scale;
+  copy_cache_fields(p, c);
   const int64_t nb = c.num_blocks, bs = c.block_size, h = c.num_kv_heads, hd = c.head_dim;
   p.k = tensor(c.k, "cache.k", c.dtype, {nb, bs, h, hd}, {-1, -1, -1, 1});
   p.v = tensor(c.v, "cache.v", c.dtype, {nb, bs, h, hd}, {-1, -1, -1, 1});

@@ -18,11 +18,6 @@
 
 namespace kv::backend {
 
-// Byte buffers (the decode plan and workspaces) are "u8" in backend.h, which v1 has no
-// kvcheck_dtype code for; kvcheck writes this one (the proposed KVCHECK_U8) and readers go by
-// dl.dtype {kDLUInt, 8, 1} alone.
-inline constexpr int32_t kAbiU8 = 18;
-
 // The most dimensions of any tensor in the ABI (the paged cache's [block][entry][head][feature]).
 inline constexpr int kMaxDims = 4;
 
@@ -39,7 +34,7 @@ inline DLDataType dl_dtype(int32_t d) {
     case KVCHECK_FP8_E4M3: return {kDLUInt, 8, 1};
     case KVCHECK_I32: return {kDLInt, 32, 1};
     case KVCHECK_I64: return {kDLInt, 64, 1};
-    case kAbiU8: return {kDLUInt, 8, 1};
+    case KVCHECK_U8: return {kDLUInt, 8, 1};
   }
   return {kDLOpaqueHandle, 0, 0};
 }
@@ -52,9 +47,10 @@ inline void retype(kvcheck_tensor& t, int32_t dtype) {
 const char* dtype_name(int32_t d);
 const char* layout_name(int32_t l);
 
-// kvcheck's name of an op ("write_kv", "paged_decode", ...), "unknown" out of range.
+// The op table's name of an ABI op ("write_kv", "paged_decode", ...; ops/op_table.h), "unknown"
+// for a value that is no kvcheck_op.
 const char* op_name(kvcheck_op op);
-// Every op's name, in kvcheck_op order: what --backend-op and a scenario's builtin_ops take.
+// Every ABI op's name, in kvcheck_op order: what --backend-op and a scenario's builtin_ops take.
 std::vector<std::string> op_names();
 
 // The layout a PagedKv descriptor has: MLA latent when v == k, interleaved when the V page follows
@@ -124,8 +120,9 @@ class AbiReader {
 
   // The data (data + byte_offset) of a tensor, nullptr when it is absent (data NULL). Present, it
   // must have as many dimensions as `shape`, its dtype both as kvcheck dtype and as DLPack type
-  // (kAbiU8: the DLPack type alone), non-NULL shape and strides, the innermost stride 1, and the
-  // given shape and strides: -1 takes any value, and the first dimension may be longer.
+  // (KVCHECK_U8, a byte buffer: the DLPack type alone), non-NULL shape and strides, the innermost
+  // stride 1, and the given shape and strides: -1 takes any value, and the first dimension may
+  // be longer.
   void* tensor(const kvcheck_tensor& t, const char* what, int32_t dtype,
                std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides);
   // Bytes of a present u8 buffer [bytes], 0 when absent.

@@ -20,7 +20,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
-#include "device/device_ops.h"
+#include "ops/op_table.h"
 #include "result/check_sites.h"
 #include "scenario/regressions.h"
 

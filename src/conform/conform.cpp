@@ -23,8 +23,8 @@ using Check = void (*)(const Target&, OpReport*);
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The check of each ABI op (the op's name and whether a table implements it come from
-// backend/, the one vocabulary of the ABI's ops).
+// The check of each ABI op, in kvcheck_op order (the op's name is the op table's,
+// ops/op_table.h; whether a table implements it, backend::implements).
 struct OpEntry {
   kvcheck_op op;
   Check check;  // nullptr: not covered by conform yet
@@ -41,7 +41,12 @@ constexpr OpEntry kOps[] = {
     {KVCHECK_OP_QUANT_FP8, check_quant_fp8},
     {KVCHECK_OP_PAGED_PREFILL, check_paged_prefill},
 };
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == KVCHECK_NUM_OPS, "a check entry per ABI op");
+constexpr bool one_entry_per_op_in_order() {
+  for (int32_t i = 0; i < KVCHECK_NUM_OPS; ++i)
+    if (kOps[i].op != i) return false;
+  return sizeof(kOps) / sizeof(kOps[0]) == KVCHECK_NUM_OPS;
+}
+static_assert(one_entry_per_op_in_order(), "a check entry per ABI op, in kvcheck_op order");
 
 std::string pad(const std::string& s, size_t w) {
   return s + std::string(w > s.size() ? w - s.size() : 0, ' ');

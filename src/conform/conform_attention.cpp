@@ -139,9 +139,7 @@ void check_varlen_attention(const Target& t, OpReport* r) {
           a.max_k_len = *std::max_element(k_lens.begin(), k_lens.end());
           a.q_starts_host = qs.data();
           a.k_starts_host = ks.data();
-          std::vector<uint8_t> work = t.workspace(backend::size_query(a));
-          a.workspace = work.empty() ? nullptr : work.data();
-          a.workspace_bytes = work.size();
+          std::vector<uint8_t> work = t.give_workspace(a);
           Staging s(t.device, t.dl);
           s.input(q_io);
           s.input(k);

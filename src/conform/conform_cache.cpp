@@ -85,9 +85,7 @@ void check_write_kv(const Target& t, OpReport* r) {
       a.cache = want.kv();
       host::write_kv(a);
       a.cache = got.kv();
-      std::vector<uint8_t> work = t.workspace(backend::size_query(a));
-      a.workspace = work.empty() ? nullptr : work.data();
-      a.workspace_bytes = work.size();
+      std::vector<uint8_t> work = t.give_workspace(a);
       Staging s(t.device, t.dl);
       s.input(k);
       s.input(v);
@@ -129,236 +127,210 @@ constexpr float kUntouched = 12288.0f;  // a padded row's output before the call
 void check_paged_decode(const Target& t, OpReport* r) {
   const kvcheck_caps& caps = t.b.caps;
   const DType io = t.io();
-  std::mt19937_64 rng(t.opt.seed + 1);
   Tally tally(r);
-  int case_no = 0;
-  for (const CacheCase& c : cache_grid(caps, &r->note)) {
-    for (int32_t gqa : kGqa) {
-      for (int32_t batch : kBatches) {
-        const bool want_lse = (case_no++ % 2) == 0;
-        const int32_t nq = c.kv_heads() * gqa, hd = c.head_dim, vd = c.v_dim();
-        Batch bt = make_batch(seq_lens(rng, batch, c.block_size, false, true), c.block_size,
-                              0, rng);
-        HostCache cache(c, bt.num_blocks, rng);
-        // The built-in contract: padded rows seq_len 0, block 0. The plugin's: its caps.
-        std::vector<int32_t> ref_lens = bt.lens, lens = bt.lens, table = bt.table;
-        for (size_t i = 0; i < lens.size(); ++i) {
-          if (lens[i] >= 0) continue;
-          ref_lens[i] = 0;
-          lens[i] = caps.pad_seq_len;
-          for (int32_t j = 0; j < bt.stride; ++j) table[i * bt.stride + j] = caps.pad_block_id;
-        }
-        for (size_t i = 0; i < table.size(); ++i)
-          if (bt.table[i] == 0) table[i] = caps.pad_block_id;
-        const auto q = round_to(random_floats(rng, static_cast<size_t>(batch) * nq * hd), io);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-
-        // The built-in op, with its own plan and workspace.
-        PagedDecodeArgs d;
-        d.cache = cache.kv();
-        d.q = q.data();
-        d.q_row_stride = nq * hd;
-        d.out_row_stride = nq * vd;
-        d.block_table = bt.table.data();
-        d.block_table_stride = bt.stride;
-        d.seq_lens = ref_lens.data();
-        d.max_splits = kMaxSplits;
-        d.num_rows = batch;
-        d.num_q_heads = nq;
-        d.v_dim = vd;
-        d.scale = scale;
-        auto want = nan_floats(static_cast<size_t>(batch) * nq * vd);
-        const auto plan = plan_decode_splits_for(c.dtype, ref_lens, c.block_size, kMaxSplits);
-        std::vector<float> work(decode_workspace_bytes(batch, nq, vd, kMaxSplits) / 4);
-        d.out = want.data();
-        d.split_meta = plan.data();
-        d.partial_out = work.data();
-        d.partial_lse = work.data() + static_cast<size_t>(batch) * kMaxSplits * nq * vd;
-        host::paged_decode(d);
-        const auto want_lse_v = builtin_lse(d);
-
-        // The plugin: its plan step (or the built-in plan, as the engine hands it), workspace.
-        auto got = nan_floats(want.size());
-        for (size_t i = 0; i < lens.size(); ++i)
-          if (bt.lens[i] < 0)
-            std::fill_n(got.begin() + i * nq * vd, nq * vd, kUntouched);
-        auto got_lse = nan_floats(want_lse_v.size());
-        const auto q_io = encode(q, io);
-        auto got_io = encode(got, io);
-        d.cache = cache.kv();
-        d.seq_lens = lens.data();
-        d.block_table = table.data();
-        d.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
-        d.out = reinterpret_cast<float*>(got_io.data());
-        std::vector<uint8_t> pplan(plan.size() * 4);
-        memcpy(pplan.data(), plan.data(), pplan.size());
-        std::string why;
-        Staging s(t.device, t.dl);
-        s.input(cache.bytes());
-        s.input(q_io);
-        s.input(lens);
-        s.input(table);
-        s.output(got_io);
-        s.output(got_lse);
-        DecodePlanArgs p{.seq_lens_host = lens.data(),
-                         .num_rows = batch,
-                         .block_size = c.block_size,
-                         .cache_dtype = c.dtype,
-                         .max_splits = kMaxSplits,
-                         .num_q_heads = nq,
-                         .num_kv_heads = c.kv_heads(),
-                         .head_dim = hd,
-                         .v_dim = vd,
-                         .latent = c.layout == KVCHECK_LAYOUT_MLA_LATENT,
-                         .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
-                         .max_blocks_per_seq = bt.stride};
-        const kvcheck_size_query query = backend::size_query(p);
-        if (t.b.paged_decode_plan && t.b.plan_bytes) {
-          pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, &query), 1), 0);
-          p.plan = reinterpret_cast<int32_t*>(pplan.data());
-          p.plan_bytes = pplan.size();
-          s.output(pplan);
-          why = s.call(t.b, t.b.paged_decode_plan, s.builder().decode_plan(p));
-        } else {
-          s.input(pplan);
-        }
-        std::vector<uint8_t> pwork = t.workspace(query);
-        s.output(pwork);
-        backend::DecodeBuffers bufs{pplan.data(), pplan.size(),
-                                    pwork.empty() ? nullptr : pwork.data(), pwork.size(),
-                                    want_lse ? got_lse.data() : nullptr};
-        d.partial_out = d.partial_lse = nullptr;
-        backend::AbiBuilder builder = s.builder();
-        kvcheck_paged_decode_args args = builder.paged_decode(d, bufs);
-        if (pwork.empty()) args.workspace.dl.data = nullptr;
-        retype_io(args.q, io);
-        retype_io(args.out, io);
-        if (why.empty()) why = s.call(t.b, t.b.paged_decode, args);
-        got = decode(got_io, io);
-
-        double worst = 0.0;
-        for (int32_t row = 0; row < batch && why.empty(); ++row) {
-          for (int32_t h = 0; h < nq && why.empty(); ++h) {
-            const size_t o = (static_cast<size_t>(row) * nq + h) * vd;
-            if (bt.lens[row] < 0) {  // padded: untouched or zero (finite with pad_seq_len 1)
-              for (int32_t i = 0; i < vd && why.empty(); ++i) {
-                const float g = got[o + i];
-                const bool fine = caps.pad_seq_len == 1 ? std::isfinite(g)
-                                                        : (g == kUntouched || g == 0.f);
-                if (!fine) why = fmt::format("padded row {} head {}: output {}", row, h, g);
-              }
-              continue;
-            }
-            const size_t l = static_cast<size_t>(row) * nq + h;
-            why = compare_head(caps, t.out_tol(), t.opt.attention_tolerance, got.data() + o,
-                               want.data() + o, vd, want_lse ? got_lse.data() + l : nullptr,
-                               want_lse_v.data() + l, &worst);
-            if (!why.empty())
-              why = fmt::format("row {} (seq_len {}) head {}: {}", row, lens[row], h, why);
-          }
-        }
-        tally.add(fmt::format("{} q/kv={}/{} batch={} lens={}{}", c.describe(), nq,
-                              c.kv_heads(), batch, list(bt.lens), want_lse ? " +lse" : ""),
-                  why, worst);
-      }
+  for_each_attention_case(t, r, 1, [&](const CacheCase& c, int32_t batch, int32_t nq,
+                                        bool want_lse, std::mt19937_64& rng) {
+    const int32_t hd = c.head_dim, vd = c.v_dim();
+    Batch bt = make_batch(seq_lens(rng, batch, c.block_size, false, true), c.block_size,
+                          0, rng);
+    HostCache cache(c, bt.num_blocks, rng);
+    // The built-in contract: padded rows seq_len 0, block 0. The plugin's: its caps.
+    std::vector<int32_t> ref_lens = bt.lens, lens = bt.lens, table = bt.table;
+    for (size_t i = 0; i < lens.size(); ++i) {
+      if (lens[i] >= 0) continue;
+      ref_lens[i] = 0;
+      lens[i] = caps.pad_seq_len;
+      for (int32_t j = 0; j < bt.stride; ++j) table[i * bt.stride + j] = caps.pad_block_id;
     }
-  }
+    for (size_t i = 0; i < table.size(); ++i)
+      if (bt.table[i] == 0) table[i] = caps.pad_block_id;
+    const auto q = round_to(random_floats(rng, static_cast<size_t>(batch) * nq * hd), io);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+    // The built-in op, with its own plan and workspace.
+    PagedDecodeArgs d;
+    d.cache = cache.kv();
+    d.q = q.data();
+    d.q_row_stride = nq * hd;
+    d.out_row_stride = nq * vd;
+    d.block_table = bt.table.data();
+    d.block_table_stride = bt.stride;
+    d.seq_lens = ref_lens.data();
+    d.max_splits = kMaxSplits;
+    d.num_rows = batch;
+    d.num_q_heads = nq;
+    d.v_dim = vd;
+    d.scale = scale;
+    auto want = nan_floats(static_cast<size_t>(batch) * nq * vd);
+    const auto plan = plan_decode_splits_for(c.dtype, ref_lens, c.block_size, kMaxSplits);
+    std::vector<float> work(decode_workspace_bytes(batch, nq, vd, kMaxSplits) / 4);
+    d.out = want.data();
+    d.split_meta = plan.data();
+    d.partial_out = work.data();
+    d.partial_lse = work.data() + static_cast<size_t>(batch) * kMaxSplits * nq * vd;
+    host::paged_decode(d);
+    const auto want_lse_v = builtin_lse(d);
+
+    // The plugin: its plan step (or the built-in plan, as the engine hands it), workspace.
+    auto got = nan_floats(want.size());
+    for (size_t i = 0; i < lens.size(); ++i)
+      if (bt.lens[i] < 0)
+        std::fill_n(got.begin() + i * nq * vd, nq * vd, kUntouched);
+    auto got_lse = nan_floats(want_lse_v.size());
+    const auto q_io = encode(q, io);
+    auto got_io = encode(got, io);
+    d.cache = cache.kv();
+    d.seq_lens = lens.data();
+    d.block_table = table.data();
+    d.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
+    d.out = reinterpret_cast<float*>(got_io.data());
+    std::vector<uint8_t> pplan(plan.size() * 4);
+    memcpy(pplan.data(), plan.data(), pplan.size());
+    std::string why;
+    Staging s(t.device, t.dl);
+    s.input(cache.bytes());
+    s.input(q_io);
+    s.input(lens);
+    s.input(table);
+    s.output(got_io);
+    s.output(got_lse);
+    DecodePlanArgs p{.seq_lens_host = lens.data(),
+                     .num_rows = batch,
+                     .block_size = c.block_size,
+                     .cache_dtype = c.dtype,
+                     .max_splits = kMaxSplits,
+                     .num_q_heads = nq,
+                     .num_kv_heads = c.kv_heads(),
+                     .head_dim = hd,
+                     .v_dim = vd,
+                     .latent = c.layout == KVCHECK_LAYOUT_MLA_LATENT,
+                     .interleaved = c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED,
+                     .max_blocks_per_seq = bt.stride};
+    const kvcheck_size_query query = backend::size_query(p);
+    if (t.b.paged_decode_plan && t.b.plan_bytes) {
+      pplan.assign(std::max<size_t>(t.b.plan_bytes(t.b.self, &query), 1), 0);
+      p.plan = reinterpret_cast<int32_t*>(pplan.data());
+      p.plan_bytes = pplan.size();
+      s.output(pplan);
+      why = s.call(t.b, t.b.paged_decode_plan, s.builder().decode_plan(p));
+    } else {
+      s.input(pplan);
+    }
+    std::vector<uint8_t> pwork = t.workspace(query);
+    s.output(pwork);
+    backend::DecodeBuffers bufs{pplan.data(), pplan.size(),
+                                pwork.empty() ? nullptr : pwork.data(), pwork.size(),
+                                want_lse ? got_lse.data() : nullptr};
+    d.partial_out = d.partial_lse = nullptr;
+    backend::AbiBuilder builder = s.builder();
+    kvcheck_paged_decode_args args = builder.paged_decode(d, bufs);
+    if (pwork.empty()) args.workspace.dl.data = nullptr;
+    retype_io(args.q, io);
+    retype_io(args.out, io);
+    if (why.empty()) why = s.call(t.b, t.b.paged_decode, args);
+    got = decode(got_io, io);
+
+    double worst = 0.0;
+    for (int32_t row = 0; row < batch && why.empty(); ++row) {
+      if (bt.lens[row] < 0) {  // padded: untouched or zero (finite with pad_seq_len 1)
+        for (int32_t i = 0; i < nq * vd && why.empty(); ++i) {
+          const float g = got[static_cast<size_t>(row) * nq * vd + i];
+          const bool fine =
+              caps.pad_seq_len == 1 ? std::isfinite(g) : (g == kUntouched || g == 0.f);
+          if (!fine) why = fmt::format("padded row {} head {}: output {}", row, i / vd, g);
+        }
+        continue;
+      }
+      why = compare_row(t, got.data(), want.data(), want_lse ? got_lse.data() : nullptr,
+                        want_lse_v.data(), row, nq, vd, &worst);
+      if (!why.empty()) why = fmt::format("row {} (seq_len {}) {}", row, lens[row], why);
+    }
+    tally.add(fmt::format("{} q/kv={}/{} batch={} lens={}{}", c.describe(), nq,
+                          c.kv_heads(), batch, list(bt.lens), want_lse ? " +lse" : ""),
+              why, worst);
+  });
 }
 
 // ---- paged_prefill: out (and lse) per (row, head) against the host op, relative L2 ----
 
 void check_paged_prefill(const Target& t, OpReport* r) {
-  const kvcheck_caps& caps = t.b.caps;
   const DType io = t.io();
-  std::mt19937_64 rng(t.opt.seed + 9);
   Tally tally(r);
-  int case_no = 0;
-  for (const CacheCase& c : cache_grid(caps, &r->note)) {
-    for (int32_t gqa : kGqa) {
-      for (int32_t batch : kBatches) {
-        const bool want_lse = (case_no++ % 2) == 0;
-        const int32_t nq = c.kv_heads() * gqa, hd = c.head_dim, vd = c.v_dim();
-        // Each sequence: a cached context (none for some) and at least one new token.
-        std::vector<int32_t> totals = seq_lens(rng, batch, c.block_size, false, false);
-        std::vector<int32_t> ctx(batch), q_starts{0};
-        for (int32_t s = 0; s < batch; ++s) {
-          const int32_t fresh = 1 + static_cast<int32_t>(rng() % totals[s]);
-          ctx[s] = totals[s] - fresh;
-          q_starts.push_back(q_starts.back() + fresh);
-        }
-        Batch bt = make_batch(totals, c.block_size, caps.pad_block_id, rng);
-        HostCache cache(c, bt.num_blocks, rng);
-        const int32_t rows = q_starts.back();
-        const auto q = round_to(random_floats(rng, static_cast<size_t>(rows) * nq * hd), io);
-        PagedPrefillArgs a;
-        a.cache = cache.kv();
-        a.q = q.data();
-        a.q_row_stride = nq * hd;
-        a.out_row_stride = nq * vd;
-        a.q_starts = q_starts.data();
-        a.ctx_lens = ctx.data();
-        a.block_table = bt.table.data();
-        a.block_table_stride = bt.stride;
-        a.num_seqs = batch;
-        a.num_rows = rows;
-        a.num_q_heads = nq;
-        a.v_dim = vd;
-        a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        a.max_q_len = a.max_ctx_len = 0;
-        for (int32_t s = 0; s < batch; ++s) {
-          a.max_q_len = std::max(a.max_q_len, q_starts[s + 1] - q_starts[s]);
-          a.max_ctx_len = std::max(a.max_ctx_len, ctx[s]);
-        }
-        a.q_starts_host = q_starts.data();
-        a.ctx_lens_host = ctx.data();
-        auto want = nan_floats(static_cast<size_t>(rows) * nq * vd);
-        auto want_lse_v = nan_floats(static_cast<size_t>(rows) * nq);
-        a.out = want.data();
-        a.lse = want_lse_v.data();
-        host::paged_prefill(a);
-
-        auto got = nan_floats(want.size()), got_lse = nan_floats(want_lse_v.size());
-        std::vector<uint8_t> work = t.workspace(backend::size_query(a));
-        const auto q_io = encode(q, io);
-        auto got_io = encode(got, io);
-        a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
-        a.out = reinterpret_cast<float*>(got_io.data());
-        a.lse = want_lse ? got_lse.data() : nullptr;
-        a.workspace = work.empty() ? nullptr : work.data();
-        a.workspace_bytes = work.size();
-        Staging s(t.device, t.dl);
-        s.input(cache.bytes());
-        s.input(q_io);
-        s.input(q_starts);
-        s.input(ctx);
-        s.input(bt.table);
-        s.output(got_io);
-        s.output(got_lse);
-        s.output(work);
-        backend::AbiBuilder builder = s.builder();
-        kvcheck_paged_prefill_args args = builder.paged_prefill(a);
-        retype_io(args.q, io);
-        retype_io(args.out, io);
-        std::string why = s.call(t.b, t.b.paged_prefill, args);
-        got = decode(got_io, io);
-        double worst = 0.0;
-        for (int32_t row = 0; row < rows && why.empty(); ++row) {
-          for (int32_t h = 0; h < nq && why.empty(); ++h) {
-            const size_t o = (static_cast<size_t>(row) * nq + h) * vd;
-            const size_t l = static_cast<size_t>(row) * nq + h;
-            why = compare_head(caps, t.out_tol(), t.opt.attention_tolerance, got.data() + o,
-                               want.data() + o, vd, want_lse ? got_lse.data() + l : nullptr,
-                               want_lse_v.data() + l, &worst);
-            if (!why.empty()) why = fmt::format("row {} head {}: {}", row, h, why);
-          }
-        }
-        tally.add(fmt::format("{} q/kv={}/{} batch={} ctx={} new={}{}", c.describe(), nq,
-                              c.kv_heads(), batch, list(ctx), list(q_starts),
-                              want_lse ? " +lse" : ""),
-                  why, worst);
-      }
+  for_each_attention_case(t, r, 9, [&](const CacheCase& c, int32_t batch, int32_t nq,
+                                        bool want_lse, std::mt19937_64& rng) {
+    const int32_t hd = c.head_dim, vd = c.v_dim();
+    // Each sequence: a cached context (none for some) and at least one new token.
+    std::vector<int32_t> totals = seq_lens(rng, batch, c.block_size, false, false);
+    std::vector<int32_t> ctx(batch), q_starts{0};
+    for (int32_t s = 0; s < batch; ++s) {
+      const int32_t fresh = 1 + static_cast<int32_t>(rng() % totals[s]);
+      ctx[s] = totals[s] - fresh;
+      q_starts.push_back(q_starts.back() + fresh);
     }
-  }
+    Batch bt = make_batch(totals, c.block_size, t.b.caps.pad_block_id, rng);
+    HostCache cache(c, bt.num_blocks, rng);
+    const int32_t rows = q_starts.back();
+    const auto q = round_to(random_floats(rng, static_cast<size_t>(rows) * nq * hd), io);
+    PagedPrefillArgs a;
+    a.cache = cache.kv();
+    a.q = q.data();
+    a.q_row_stride = nq * hd;
+    a.out_row_stride = nq * vd;
+    a.q_starts = q_starts.data();
+    a.ctx_lens = ctx.data();
+    a.block_table = bt.table.data();
+    a.block_table_stride = bt.stride;
+    a.num_seqs = batch;
+    a.num_rows = rows;
+    a.num_q_heads = nq;
+    a.v_dim = vd;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    a.max_q_len = a.max_ctx_len = 0;
+    for (int32_t s = 0; s < batch; ++s) {
+      a.max_q_len = std::max(a.max_q_len, q_starts[s + 1] - q_starts[s]);
+      a.max_ctx_len = std::max(a.max_ctx_len, ctx[s]);
+    }
+    a.q_starts_host = q_starts.data();
+    a.ctx_lens_host = ctx.data();
+    auto want = nan_floats(static_cast<size_t>(rows) * nq * vd);
+    auto want_lse_v = nan_floats(static_cast<size_t>(rows) * nq);
+    a.out = want.data();
+    a.lse = want_lse_v.data();
+    host::paged_prefill(a);
+
+    auto got = nan_floats(want.size()), got_lse = nan_floats(want_lse_v.size());
+    const auto q_io = encode(q, io);
+    auto got_io = encode(got, io);
+    a.q = reinterpret_cast<const float*>(q_io.data());  // io elements: retyped below
+    a.out = reinterpret_cast<float*>(got_io.data());
+    a.lse = want_lse ? got_lse.data() : nullptr;
+    std::vector<uint8_t> work = t.give_workspace(a);
+    Staging s(t.device, t.dl);
+    s.input(cache.bytes());
+    s.input(q_io);
+    s.input(q_starts);
+    s.input(ctx);
+    s.input(bt.table);
+    s.output(got_io);
+    s.output(got_lse);
+    s.output(work);
+    backend::AbiBuilder builder = s.builder();
+    kvcheck_paged_prefill_args args = builder.paged_prefill(a);
+    retype_io(args.q, io);
+    retype_io(args.out, io);
+    std::string why = s.call(t.b, t.b.paged_prefill, args);
+    got = decode(got_io, io);
+    double worst = 0.0;
+    for (int32_t row = 0; row < rows && why.empty(); ++row) {
+      why = compare_row(t, got.data(), want.data(), want_lse ? got_lse.data() : nullptr,
+                        want_lse_v.data(), row, nq, vd, &worst);
+      if (!why.empty()) why = fmt::format("row {} {}", row, why);
+    }
+    tally.add(fmt::format("{} q/kv={}/{} batch={} ctx={} new={}{}", c.describe(), nq,
+                          c.kv_heads(), batch, list(ctx), list(q_starts),
+                          want_lse ? " +lse" : ""),
+              why, worst);
+  });
 }
 
 // ---- gather_kv: the contiguous rows, exactly ----

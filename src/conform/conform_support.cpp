@@ -261,4 +261,18 @@ std::string compare_head(const kvcheck_caps& caps, double tol_out, double tol_ls
   return "";
 }
 
+std::string compare_row(const Target& t, const float* got, const float* want,
+                        const float* got_lse, const float* want_lse, int32_t row, int32_t heads,
+                        int32_t vd, double* worst) {
+  for (int32_t h = 0; h < heads; ++h) {
+    const size_t o = (static_cast<size_t>(row) * heads + h) * vd;
+    const size_t l = static_cast<size_t>(row) * heads + h;
+    const std::string why =
+        compare_head(t.b.caps, t.out_tol(), t.opt.attention_tolerance, got + o, want + o, vd,
+                     got_lse ? got_lse + l : nullptr, want_lse + l, worst);
+    if (!why.empty()) return fmt::format("head {}: {}", h, why);
+  }
+  return "";
+}
+
 }  // namespace kv::conform

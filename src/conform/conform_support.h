@@ -132,7 +132,36 @@ struct Target {
   std::vector<uint8_t> workspace(const kvcheck_size_query& q) const {
     return std::vector<uint8_t>(b.workspace_bytes ? b.workspace_bytes(b.self, &q) : 0, 0);
   }
+  // The scratch of the call `a` describes, handed to it (a.workspace nullptr when it asks none).
+  template <class Args>
+  std::vector<uint8_t> give_workspace(Args& a) const {
+    std::vector<uint8_t> work = workspace(backend::size_query(a));
+    a.workspace = work.empty() ? nullptr : work.data();
+    a.workspace_bytes = work.size();
+    return work;  // moved: the buffer a points at stays
+  }
 };
+
+// The cases of an attention op over the paged cache (paged_decode, paged_prefill): every cache
+// shape t's caps allow (what they leave out goes to r's note), query heads per kv head (kGqa)
+// and batch size (kBatches); the backend is asked for the lse in every other case. The op's
+// random inputs come from its own stream, seeded t.opt.seed + seed_offset.
+// body(cache, batch, q_heads, want_lse, rng).
+template <class Body>
+void for_each_attention_case(const Target& t, OpReport* r, uint64_t seed_offset, Body body) {
+  std::mt19937_64 rng(t.opt.seed + seed_offset);
+  int case_no = 0;
+  for (const CacheCase& c : cache_grid(t.b.caps, &r->note))
+    for (int32_t gqa : kGqa)
+      for (int32_t batch : kBatches)
+        body(c, batch, c.kv_heads() * gqa, (case_no++ % 2) == 0, rng);
+}
+
+// compare_head over the heads of one row of out [rows][heads][vd] and lse [rows][heads] (got_lse
+// nullptr: the lse was not asked): "" or "head H: why".
+std::string compare_row(const Target& t, const float* got, const float* want,
+                        const float* got_lse, const float* want_lse, int32_t row, int32_t heads,
+                        int32_t vd, double* worst);
 void check_write_kv(const Target& t, OpReport* r);
 void check_paged_decode(const Target& t, OpReport* r);
 void check_paged_prefill(const Target& t, OpReport* r);

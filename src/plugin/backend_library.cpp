@@ -48,10 +48,7 @@ std::string table_problem(const kvcheck_backend& t) {
     return "its caps count head dims or block sizes but give no list";
   if (t.paged_decode_plan && !t.plan_bytes)
     return "it has paged_decode_plan but no plan_bytes to size the plan buffer";
-  bool any = false;
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-    any = any || backend::implements(t, static_cast<kvcheck_op>(i));
-  if (!any) return "it implements no op";
+  if (backend::implemented_ops(t).empty()) return "it implements no op";
   return "";
 }
 
@@ -117,10 +114,7 @@ BackendLibrary::~BackendLibrary() {
 bool BackendLibrary::implements(kvcheck_op op) const { return backend::implements(*table_, op); }
 
 std::vector<kvcheck_op> BackendLibrary::implemented_ops() const {
-  std::vector<kvcheck_op> ops;
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-    if (implements(static_cast<kvcheck_op>(i))) ops.push_back(static_cast<kvcheck_op>(i));
-  return ops;
+  return backend::implemented_ops(*table_);
 }
 
 }  // namespace kv

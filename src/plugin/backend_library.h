@@ -35,6 +35,7 @@ class BackendLibrary {
   const std::string& sha256() const { return sha256_; }  // of the file, as sha256sum prints it
   std::string name() const { return table_->name; }
   std::string version() const { return table_->version; }
+  // backend::implements and implemented_ops (backend/abi_caps.h) of its table.
   bool implements(kvcheck_op op) const;
   std::vector<kvcheck_op> implemented_ops() const;
 

@@ -69,12 +69,6 @@ bool scenario_uses(kvcheck_op op, const Scenario& s) {
 
 }  // namespace
 
-std::optional<kvcheck_op> abi_op_from_name(const std::string& name) {
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-    if (name == backend::op_name(static_cast<kvcheck_op>(i))) return static_cast<kvcheck_op>(i);
-  return std::nullopt;
-}
-
 Placement place_ops(const BackendLibrary& lib, const PlacementRequest& req, Scenario& s) {
   Placement out;
   const kvcheck_caps& caps = lib.table().caps;

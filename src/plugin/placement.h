@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_table.h"  // abi_op_from_name, for --backend-op
 #include "plugin/backend_device.h"
 #include "scenario/scenario.h"
 
@@ -25,9 +26,6 @@ struct Placement {
   OpPlacement ops;
   std::vector<std::string> notes;  // "op: why it runs built-in", "engine: what was adapted"
 };
-
-// The ABI op of a name (write_kv, ..., paged_prefill), for --backend-op.
-std::optional<kvcheck_op> abi_op_from_name(const std::string& name);
 
 // Decides the placement for `s` and adapts `s` to the backend's declared conventions (zeroing of
 // new blocks, graphs it does not support). Throws BackendLoadError ("cannot run") naming the op

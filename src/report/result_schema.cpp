@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "device/device_ops.h"
+#include "ops/op_table.h"
 #include "report/format.h"
 #include "report/result_json.h"
 #include "result/check_sites.h"

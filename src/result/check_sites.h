@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device/device_ops.h"
+#include "ops/op_table.h"
 #include "scenario/scenario.h"
 
 namespace kv {

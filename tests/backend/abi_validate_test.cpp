@@ -1,14 +1,16 @@
 // abi_validate_test.cpp — from_abi refuses what kvcheck's descriptors cannot take, with a message
 // that names the op, the field and the reason, and never throws; plus the small readers of a
-// backend's declaration (op_name, implements, caps_refusal).
+// backend's declaration (op names from the op table, implements, caps_refusal).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "backend/abi_caps.h"
 #include "backend/abi_convert.h"
+#include "ops/op_table.h"
 
 namespace kv::backend {
 namespace {
@@ -145,6 +147,22 @@ TEST(AbiNames, OpNamesAreKvchecks) {
   for (int op = 0; op < KVCHECK_NUM_OPS; ++op)
     EXPECT_STREQ(op_name(static_cast<kvcheck_op>(op)), want[op]);
   EXPECT_STREQ(op_name(KVCHECK_NUM_OPS), "unknown");
+  EXPECT_EQ(op_names(), std::vector<std::string>(std::begin(want), std::end(want)));
+}
+
+TEST(AbiNames, TheOpTableMapsNamesToAbiOpsBothWays) {
+  for (int op = 0; op < KVCHECK_NUM_OPS; ++op) {
+    const auto abi = static_cast<kvcheck_op>(op);
+    EXPECT_EQ(abi_op_from_name(op_name(abi)), abi) << op_name(abi);
+    ASSERT_NE(find_abi_op(abi), nullptr);
+    EXPECT_EQ(find_abi_op(abi)->role, OpRole::attention_cache);
+  }
+  // The dense model's ops are kvcheck's names but no ABI op; a name of neither is nothing.
+  EXPECT_TRUE(find_device_op("embed"));
+  EXPECT_FALSE(abi_op_from_name("embed"));
+  EXPECT_FALSE(abi_op_from_name("zero_blocks"));
+  EXPECT_EQ(find_abi_op(KVCHECK_NUM_OPS), nullptr);
+  EXPECT_EQ(find_abi_op(-1), nullptr);
 }
 
 TEST(AbiCaps, ImplementsReadsOnlyWhatStructSizeCovers) {
@@ -153,8 +171,10 @@ TEST(AbiCaps, ImplementsReadsOnlyWhatStructSizeCovers) {
   b.quant_fp8 = [](void*, const kvcheck_quant_fp8_args*, void*, char*, size_t) { return 0; };
   EXPECT_TRUE(implements(b, KVCHECK_OP_QUANT_FP8));
   EXPECT_FALSE(implements(b, KVCHECK_OP_WRITE_KV));
+  EXPECT_EQ(implemented_ops(b), std::vector<kvcheck_op>{KVCHECK_OP_QUANT_FP8});
   b.struct_size = offsetof(kvcheck_backend, quant_fp8);  // an older, shorter table
   EXPECT_FALSE(implements(b, KVCHECK_OP_QUANT_FP8));
+  EXPECT_TRUE(implemented_ops(b).empty());
 }
 
 TEST(AbiCaps, RefusalNamesTheCapability) {

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "device/device_ops.h"
+#include "ops/op_table.h"
 #include "result/check_sites.h"
 #include "scenario/regressions.h"
 

@@ -10,8 +10,9 @@
 // the seeds' clean twins, since every original with those shapes expects "corrupt" anyway. Where
 // each is caught: the comments of tests/mutants/CMakeLists.txt's list.
 //
-// Each op converts its ABI args back into kvcheck's descriptor (from_abi) and runs the kv::host op,
-// as backends/builtin/host_backend.cpp does; a mutant bends the descriptor before the op, the
+// Each op converts its ABI args back into kvcheck's descriptor and runs the kv::host op, through
+// the table backends/builtin/host_backend.cpp has (builtin_table.h); a mutant bends the
+// descriptor before the op, the
 // result after it, or replaces the op by a buggy composition of host ops. One `#if` per bug, each
 // with the one-line story of the real bug it models. No exception leaves an op.
 #include <algorithm>
@@ -26,8 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/abi_convert.h"
-#include "backends/builtin/builtin_plugin.h"
+#include "backends/builtin/builtin_table.h"
 #include "kernels/attn_state.cuh"
 #include "kernels/decode_splits.h"
 #include "kernels/host/host_ops.h"
@@ -41,16 +41,14 @@ namespace {
 
 using namespace kv;
 
-using builtin_plugin::convert_and_run;
-using builtin_plugin::put_error;
-using builtin_plugin::run_op;
-
 // Counts the calls of one op, so that a mutant can misbehave from some step on.
 [[maybe_unused]] int64_t next_call(std::atomic<int64_t>& calls) { return calls.fetch_add(1); }
 
+namespace mutant {
+
 // ---- write_kv ------------------------------------------------------------------------------
 
-std::string write_kv_op(const WriteKvArgs& in) {
+std::string write_kv(const WriteKvArgs& in) {
   WriteKvArgs d = in;
 #if defined(KV_MUTANT_WRITE_KV_V_AS_K_LAST_HEAD)
   // A fused K/V store kernel whose head loop indexes the V source for the last K head: the last
@@ -112,7 +110,7 @@ std::string write_kv_op(const WriteKvArgs& in) {
   }
 }
 
-std::string paged_decode_op(const PagedDecodeArgs& in, float* lse) {
+std::string paged_decode(const PagedDecodeArgs& in, float* lse, void*) {
   PagedDecodeArgs d = in;
   std::vector<int32_t> lens(d.seq_lens, d.seq_lens + d.num_rows);
 #if defined(KV_MUTANT_DECODE_TAIL_NOT_MASKED)
@@ -146,40 +144,22 @@ std::string paged_decode_op(const PagedDecodeArgs& in, float* lse) {
   return "";
 }
 
-int32_t paged_decode(void*, const kvcheck_paged_decode_args* a, void*, char* err, size_t n) {
-  return run_op("paged_decode", a, err, n, [](const kvcheck_paged_decode_args& in) {
-    PagedDecodeArgs d;
-    float* lse = nullptr;
-    std::string why = backend::from_abi(in, &d, &lse);
-    if (!why.empty()) return why;
-    if (d.num_rows > 0 && (d.split_meta == nullptr || d.partial_out == nullptr))
-      return std::string("paged_decode: plan or workspace absent");
-    return paged_decode_op(d, lse);
-  });
-}
-
-int32_t paged_decode_plan(void*, const kvcheck_decode_plan_args* a, void*, char* err, size_t n) {
-  return run_op("paged_decode_plan", a, err, n, [](const kvcheck_decode_plan_args& in) {
-    DecodePlanArgs d;
-    std::string why;
-    const std::vector<int32_t> plan = builtin_plugin::builtin_plan(in, &d, &why);
-    if (!why.empty()) return why;
-    int32_t* dst = d.plan;
+std::string store_plan(const std::vector<int32_t>& plan, const DecodePlanArgs& d, void*) {
+  int32_t* dst = d.plan;
 #if defined(KV_MUTANT_PLAN_NOT_PERSISTENT)
-    // vLLM PR 35175's bug in the backend: after the first step the plan goes into a buffer of the
-    // backend's own, while paged_decode (and the graph that captured it) reads the caller's one.
-    static std::atomic<int64_t> calls{0};
-    static std::vector<int32_t> own(decode_plan_bytes(4096) / sizeof(int32_t));
-    if (next_call(calls) > 0 && plan.size() <= own.size()) dst = own.data();
+  // vLLM PR 35175's bug in the backend: after the first step the plan goes into a buffer of the
+  // backend's own, while paged_decode (and the graph that captured it) reads the caller's one.
+  static std::atomic<int64_t> calls{0};
+  static std::vector<int32_t> own(decode_plan_bytes(4096) / sizeof(int32_t));
+  if (next_call(calls) > 0 && plan.size() <= own.size()) dst = own.data();
 #endif
-    memcpy(dst, plan.data(), plan.size() * sizeof(int32_t));  // host memory on the host
-    return std::string();
-  });
+  memcpy(dst, plan.data(), plan.size() * sizeof(int32_t));  // host memory on the host
+  return "";
 }
 
 // ---- gather_kv -----------------------------------------------------------------------------
 
-std::string gather_kv_op(const GatherKvArgs& in) {
+std::string gather_kv(const GatherKvArgs& in) {
   GatherKvArgs d = in;
 #if defined(KV_MUTANT_GATHER_DROPS_PARTIAL_BLOCK)
   // Blocks to copy counted as ctx_len / block_size (floor, not ceil): the tokens of a partly
@@ -194,7 +174,7 @@ std::string gather_kv_op(const GatherKvArgs& in) {
 
 // ---- varlen_attention ----------------------------------------------------------------------
 
-std::string varlen_attention_op(const VarlenAttnArgs& in) {
+std::string varlen_attention(const VarlenAttnArgs& in) {
   VarlenAttnArgs d = in;
 #if defined(KV_MUTANT_VARLEN_KEY_LIMIT)
   // A kernel with a fixed 64-key tile returns an error status for longer sequences, though its
@@ -238,7 +218,7 @@ std::string varlen_attention_op(const VarlenAttnArgs& in) {
 
 // ---- merge_states --------------------------------------------------------------------------
 
-std::string merge_states_op(const MergeStatesArgs& in) {
+std::string merge_states(const MergeStatesArgs& in) {
 #if defined(KV_MUTANT_MERGE_HANG)
   // A reduction that spins on a completion flag no producer ever sets (a missed signal): from
   // the ninth call on, the first call with merged rows never returns.
@@ -274,7 +254,7 @@ std::string merge_states_op(const MergeStatesArgs& in) {
 
 // ---- linear_attention, fill_blocks, quant_fp8 ------------------------------------------------
 
-std::string linear_attention_op(const LinearAttnArgs& in) {
+std::string linear_attention(const LinearAttnArgs& in) {
 #if defined(KV_MUTANT_LINEAR_ATTENTION_CRASH)
   // The state of a sequence is addressed through a stale state-table pointer from the third call
   // on: a wild read on the host, SIGSEGV.
@@ -297,7 +277,7 @@ std::string linear_attention_op(const LinearAttnArgs& in) {
   return "";
 }
 
-std::string fill_blocks_op(const FillBlocksArgs& d) {
+std::string fill_blocks(const FillBlocksArgs& d) {
 #if defined(KV_MUTANT_FILL_BLOCKS_ABORTS_ON_POISON)
   // A fill kernel written for zeroing only: its pattern check aborts the process on the poison
   // patterns kvcheck's fault injection uses (TORCH_CHECK-style, SIGABRT).
@@ -311,7 +291,7 @@ std::string fill_blocks_op(const FillBlocksArgs& d) {
   return "";
 }
 
-std::string quant_fp8_op(const QuantFp8Args& in) {
+std::string quant_fp8(const QuantFp8Args& in) {
   QuantFp8Args d = in;
 #if defined(KV_MUTANT_QUANT_AMAX_ALL_ROWS)
   // amax reduced over every row of the (graph-padded) batch, not the amax_rows real ones: padded
@@ -323,59 +303,25 @@ std::string quant_fp8_op(const QuantFp8Args& in) {
   return "";
 }
 
-// ---- the ABI entry points ------------------------------------------------------------------
+}  // namespace mutant
 
-int32_t write_kv(void*, const kvcheck_write_kv_args* a, void*, char* err, size_t n) {
-  return convert_and_run<WriteKvArgs>("write_kv", a, err, n, write_kv_op);
-}
+// ---- the plugin ----------------------------------------------------------------------------
 
-int32_t gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* err, size_t n) {
-  return convert_and_run<GatherKvArgs>("gather_kv", a, err, n, gather_kv_op);
-}
+struct MutantOps : builtin_plugin::HostRun {
+  static constexpr const char* kName = KV_MUTANT_NAME;
+  static constexpr DLDeviceType kRunsOn = kDLCPU;
+  static constexpr const char* kElsewhere = "a test plugin of the host ops";
+  static std::string version() { return "kvcheck tests/mutants"; }
+  static void* self() { return nullptr; }
 
-int32_t varlen_attention(void*, const kvcheck_varlen_attention_args* a, void*, char* err,
-                         size_t n) {
-  return convert_and_run<VarlenAttnArgs>("varlen_attention", a, err, n, varlen_attention_op);
-}
-
-int32_t merge_states(void*, const kvcheck_merge_states_args* a, void*, char* err, size_t n) {
-  return convert_and_run<MergeStatesArgs>("merge_states", a, err, n, merge_states_op);
-}
-
-int32_t linear_attention(void*, const kvcheck_linear_attention_args* a, void*, char* err,
-                         size_t n) {
-  return convert_and_run<LinearAttnArgs>("linear_attention", a, err, n, linear_attention_op);
-}
-
-int32_t fill_blocks(void*, const kvcheck_fill_blocks_args* a, void*, char* err, size_t n) {
-  return convert_and_run<FillBlocksArgs>("fill_blocks", a, err, n, fill_blocks_op);
-}
-
-int32_t quant_fp8(void*, const kvcheck_quant_fp8_args* a, void*, char* err, size_t n) {
-  return convert_and_run<QuantFp8Args>("quant_fp8", a, err, n, quant_fp8_op);
-}
-
-kvcheck_backend make_table() {
-  kvcheck_backend b =
-      builtin_plugin::builtin_table(KV_MUTANT_NAME, "kvcheck tests/mutants", nullptr);
-  b.write_kv = write_kv;
-  b.paged_decode = paged_decode;
-  b.gather_kv = gather_kv;
-  b.varlen_attention = varlen_attention;
-  b.merge_states = merge_states;
-  b.linear_attention = linear_attention;
-  b.fill_blocks = fill_blocks;
-  b.quant_fp8 = quant_fp8;
-  b.paged_decode_plan = paged_decode_plan;
-  return b;
-}
+  KV_BUILTIN_OP_FUNCTIONS(mutant)
+  static constexpr auto paged_decode = mutant::paged_decode;
+  static constexpr auto store_plan = mutant::store_plan;
+};
 
 }  // namespace
 
 extern "C" KVCHECK_BACKEND_EXPORT const kvcheck_backend* kvcheck_backend_init(
     uint32_t abi_version, const kvcheck_host* host, char* err, size_t err_size) {
-  const kvcheck_backend* table = kv::builtin_plugin::init(
-      KV_MUTANT_NAME, kDLCPU, "a test plugin of the host ops", abi_version, host, err,
-      err_size, make_table);
-  return table;
+  return kv::builtin_plugin::init<MutantOps>(abi_version, host, err, err_size);
 }

@@ -14,10 +14,8 @@
 #include <vector>
 
 #include "kernels/dtype.cuh"
+#include "host_plugin.h"
 #include "kvcheck/backend.h"
-
-extern "C" const kvcheck_backend* kvcheck_host_backend_init(uint32_t, const kvcheck_host*, char*,
-                                                            size_t);
 
 namespace {
 
@@ -136,8 +134,5 @@ kvcheck_backend make_table(const kvcheck_backend& host) {
 
 extern "C" KVCHECK_BACKEND_EXPORT const kvcheck_backend* kvcheck_backend_init(
     uint32_t abi_version, const kvcheck_host* host, char* err, size_t err_size) {
-  g_host = kvcheck_host_backend_init(abi_version, host, err, err_size);
-  if (g_host == nullptr) return nullptr;
-  static const kvcheck_backend table = make_table(*g_host);
-  return &table;
+  return wrap_host_plugin(abi_version, host, err, err_size, &g_host, make_table);
 }

@@ -13,21 +13,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
+#include "backend/abi_tensor.h"
+#include "host_plugin.h"
 #include "kvcheck/backend.h"
-
-extern "C" const kvcheck_backend* kvcheck_host_backend_init(uint32_t, const kvcheck_host*, char*,
-                                                            size_t);
+#include "ops/op_table.h"
 
 namespace {
 
 enum class How { none, crash, abort_, exit0, exit3, hang, error };
-
-constexpr const char* kWhere[] = {"write_kv",         "paged_decode", "gather_kv",
-                                  "varlen_attention", "merge_states", "linear_attention",
-                                  "fill_blocks",      "quant_fp8",    "paged_prefill"};
-static_assert(sizeof(kWhere) / sizeof(kWhere[0]) == KVCHECK_NUM_OPS);
 
 How g_op[KVCHECK_NUM_OPS] = {};
 How g_init = How::none, g_destroy = How::none;
@@ -66,7 +62,7 @@ template <kvcheck_op Op, class Args, class Fn>
 int32_t wrapped(Fn host_fn, void* self, const Args* a, void* stream, char* err, size_t n) {
   act(g_op[Op]);
   if (g_op[Op] == How::error) {
-    std::snprintf(err, n, "%s refuses (fatal_backend)", kWhere[Op]);
+    std::snprintf(err, n, "%s refuses (fatal_backend)", kv::backend::op_name(Op));
     return KVCHECK_ERROR;
   }
   return host_fn(self, a, stream, err, n);
@@ -105,13 +101,12 @@ bool parse(const char* text, char* err, size_t n) {
       g_destroy = how;
       continue;
     }
-    bool found = false;
-    for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
-      if (where == kWhere[i]) g_op[i] = how, found = true;
-    if (!found) {
+    const std::optional<kvcheck_op> op = kv::abi_op_from_name(where);
+    if (!op) {
       std::snprintf(err, n, "fatal_backend: unknown place '%s'", where.c_str());
       return false;
     }
+    g_op[*op] = how;
   }
   return true;
 }

@@ -6,29 +6,22 @@
 // libkvtest_fused.so.
 #include <cstdint>
 
-#include "backend/abi_convert.h"
-#include "backends/builtin/builtin_plugin.h"
+#include "backends/builtin/builtin_table.h"
 #include "kernels/host/host_ops.h"
+#include "host_plugin.h"
 #include "kvcheck/backend.h"
-
-extern "C" const kvcheck_backend* kvcheck_host_backend_init(uint32_t, const kvcheck_host*, char*,
-                                                            size_t);
 
 namespace {
 
 using namespace kv;
 
-int32_t paged_prefill(void*, const kvcheck_paged_prefill_args* a, void*, char* err, size_t n) {
-  return builtin_plugin::convert_and_run<PagedPrefillArgs>("paged_prefill", a, err, n,
-                                                           host::paged_prefill);
-}
-
 const kvcheck_backend* g_host = nullptr;
 
-kvcheck_backend make_table() {
-  kvcheck_backend b = *g_host;
+kvcheck_backend make_table(const kvcheck_backend& host) {
+  kvcheck_backend b = host;
   b.name = "test-fused-prefill";
-  b.paged_prefill = paged_prefill;
+  b.paged_prefill = builtin_plugin::convert_entry<builtin_plugin::HostRun,
+                                                  KVCHECK_OP_PAGED_PREFILL, host::paged_prefill>;
   return b;
 }
 
@@ -36,8 +29,5 @@ kvcheck_backend make_table() {
 
 extern "C" KVCHECK_BACKEND_EXPORT const kvcheck_backend* kvcheck_backend_init(
     uint32_t abi_version, const kvcheck_host* host, char* err, size_t err_size) {
-  g_host = kvcheck_host_backend_init(abi_version, host, err, err_size);
-  if (g_host == nullptr) return nullptr;
-  static const kvcheck_backend table = make_table();
-  return &table;
+  return wrap_host_plugin(abi_version, host, err, err_size, &g_host, make_table);
 }

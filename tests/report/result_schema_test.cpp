@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device/device_ops.h"
+#include "ops/op_table.h"
 #include "report/result_json.h"
 #include "result/check_sites.h"
 #include "sample_result.h"

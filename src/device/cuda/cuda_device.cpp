@@ -15,6 +15,8 @@ namespace {
 
 constexpr size_t kMaxPendingNames = 24;  // the last op names kept for an error message
 
+using Op = DeviceOp;
+
 void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) cuda_detail::throw_cuda(e, what, "kernel launch");
@@ -125,8 +127,9 @@ std::string CudaDevice::pending_ops() const {
 }
 
 template <class Args>
-void CudaDevice::launch(const char* op, void (*launcher)(const Args&, cudaStream_t),
+void CudaDevice::launch(DeviceOp op_id, void (*launcher)(const Args&, cudaStream_t),
                         const Args& a) {
+  const char* op = op_name(op_id).data();  // a literal of the op table: NUL-terminated
   note_op(op);
   try {
     launcher(a, stream_);  // may throw std::invalid_argument for a descriptor the host rejects too
@@ -139,31 +142,31 @@ void CudaDevice::launch(const char* op, void (*launcher)(const Args&, cudaStream
                             "kernel launch");
 }
 
-void CudaDevice::write_kv(const WriteKvArgs& a) { launch("write_kv", cuda::write_kv, a); }
+void CudaDevice::write_kv(const WriteKvArgs& a) { launch(Op::write_kv, cuda::write_kv, a); }
 void CudaDevice::paged_decode(const PagedDecodeArgs& a) {
-  launch("paged_decode", cuda::paged_decode, a);
+  launch(Op::paged_decode, cuda::paged_decode, a);
 }
-void CudaDevice::gather_kv(const GatherKvArgs& a) { launch("gather_kv", cuda::gather_kv, a); }
+void CudaDevice::gather_kv(const GatherKvArgs& a) { launch(Op::gather_kv, cuda::gather_kv, a); }
 void CudaDevice::varlen_attention(const VarlenAttnArgs& a) {
-  launch("varlen_attention", cuda::varlen_attention, a);
+  launch(Op::varlen_attention, cuda::varlen_attention, a);
 }
 void CudaDevice::merge_states(const MergeStatesArgs& a) {
-  launch("merge_states", cuda::merge_states, a);
+  launch(Op::merge_states, cuda::merge_states, a);
 }
 void CudaDevice::linear_attention(const LinearAttnArgs& a) {
-  launch("linear_attention", cuda::linear_attention, a);
+  launch(Op::linear_attention, cuda::linear_attention, a);
 }
 void CudaDevice::fill_blocks(const FillBlocksArgs& a) {
-  launch("fill_blocks", cuda::fill_blocks, a);
+  launch(Op::fill_blocks, cuda::fill_blocks, a);
 }
-void CudaDevice::quant_fp8(const QuantFp8Args& a) { launch("quant_fp8", cuda::quant_fp8, a); }
+void CudaDevice::quant_fp8(const QuantFp8Args& a) { launch(Op::quant_fp8, cuda::quant_fp8, a); }
 void CudaDevice::convert_rows(const ConvertRowsArgs& a) {
-  launch("convert_rows", cuda::convert_rows, a);
+  launch(Op::convert_rows, cuda::convert_rows, a);
 }
-void CudaDevice::embed(const EmbedArgs& a) { launch("embed", cuda::embed, a); }
-void CudaDevice::rms_norm(const RmsNormArgs& a) { launch("rms_norm", cuda::rms_norm, a); }
-void CudaDevice::linear(const LinearArgs& a) { launch("linear", cuda::linear, a); }
-void CudaDevice::argmax(const ArgmaxArgs& a) { launch("argmax", cuda::argmax, a); }
+void CudaDevice::embed(const EmbedArgs& a) { launch(Op::embed, cuda::embed, a); }
+void CudaDevice::rms_norm(const RmsNormArgs& a) { launch(Op::rms_norm, cuda::rms_norm, a); }
+void CudaDevice::linear(const LinearArgs& a) { launch(Op::linear, cuda::linear, a); }
+void CudaDevice::argmax(const ArgmaxArgs& a) { launch(Op::argmax, cuda::argmax, a); }
 
 void CudaDevice::memset_async(void* dst, size_t bytes, FillPattern pattern) {
   note_op("memset_async");

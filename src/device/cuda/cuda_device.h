@@ -29,6 +29,7 @@
 #include "device/caching_allocator.h"
 #include "device/cuda/cuda_memory.h"
 #include "device/device.h"
+#include "ops/op_table.h"
 
 namespace kv {
 
@@ -88,9 +89,9 @@ class CudaDevice : public Device {
   cudaStream_t stream() const { return stream_; }
 
  private:
-  // Launch one op: remember its name, run the launcher, check the launch.
+  // Launch one op: remember its name (the op table's), run the launcher, check the launch.
   template <class Args>
-  void launch(const char* op, void (*launcher)(const Args&, cudaStream_t), const Args& a);
+  void launch(DeviceOp op, void (*launcher)(const Args&, cudaStream_t), const Args& a);
   void note_op(const char* op);
   std::string pending_ops() const;  // ops launched since the last synchronize, for messages
   void refuse_while_capturing(const char* what) const;
