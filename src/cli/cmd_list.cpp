@@ -1,5 +1,5 @@
 // cmd_list.cpp — `kvcheck list`: the regressions a scenario can switch on, the ops a device
-// implements (device/device_ops.h), the check sites that name a failure and the ops behind each
+// implements (ops/op_table.h), the check sites that name a failure and the ops behind each
 // (result/check_sites.h), and the devices this build can run on.
 #include <algorithm>
 #include <iostream>

@@ -118,3 +118,22 @@ class Device {
 };
 
 }  // namespace kv
+
+// The op methods a Device subclass overrides, declared once: the attention and cache ops (a
+// backend's, or the built-in ones), and the synthetic model's dense ops with the op-stream fill.
+#define KV_DEVICE_CACHE_OPS_OVERRIDE                           \
+  void write_kv(const WriteKvArgs& a) override;                \
+  void paged_decode(const PagedDecodeArgs& a) override;        \
+  void gather_kv(const GatherKvArgs& a) override;              \
+  void varlen_attention(const VarlenAttnArgs& a) override;     \
+  void merge_states(const MergeStatesArgs& a) override;        \
+  void linear_attention(const LinearAttnArgs& a) override;     \
+  void fill_blocks(const FillBlocksArgs& a) override;          \
+  void quant_fp8(const QuantFp8Args& a) override;
+#define KV_DEVICE_DENSE_OPS_OVERRIDE                           \
+  void convert_rows(const ConvertRowsArgs& a) override;        \
+  void embed(const EmbedArgs& a) override;                     \
+  void rms_norm(const RmsNormArgs& a) override;                \
+  void linear(const LinearArgs& a) override;                   \
+  void argmax(const ArgmaxArgs& a) override;                   \
+  void memset_async(void* dst, size_t bytes, FillPattern pattern) override;

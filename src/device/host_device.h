@@ -34,20 +34,8 @@ class HostDevice : public Device {
   void download(void* dst, const void* src, size_t bytes) override;
   void fill(void* dst, size_t bytes, FillPattern pattern, uint64_t seed) override;
 
-  void write_kv(const WriteKvArgs& a) override;
-  void paged_decode(const PagedDecodeArgs& a) override;
-  void gather_kv(const GatherKvArgs& a) override;
-  void varlen_attention(const VarlenAttnArgs& a) override;
-  void merge_states(const MergeStatesArgs& a) override;
-  void linear_attention(const LinearAttnArgs& a) override;
-  void fill_blocks(const FillBlocksArgs& a) override;
-  void quant_fp8(const QuantFp8Args& a) override;
-  void convert_rows(const ConvertRowsArgs& a) override;
-  void embed(const EmbedArgs& a) override;
-  void rms_norm(const RmsNormArgs& a) override;
-  void linear(const LinearArgs& a) override;
-  void argmax(const ArgmaxArgs& a) override;
-  void memset_async(void* dst, size_t bytes, FillPattern pattern) override;
+  KV_DEVICE_CACHE_OPS_OVERRIDE
+  KV_DEVICE_DENSE_OPS_OVERRIDE
   void run_external(const char* op, const std::function<void(void* stream)>& fn) override;
   int32_t dl_device_type() const override { return 1; }  // kDLCPU
 

@@ -94,14 +94,7 @@ class BackendDevice : public Device {
   size_t decode_plan_bytes(const DecodePlanArgs& shape) const override;
   size_t decode_workspace_bytes(const DecodePlanArgs& shape) const override;
 
-  void write_kv(const WriteKvArgs& a) override;
-  void paged_decode(const PagedDecodeArgs& a) override;
-  void gather_kv(const GatherKvArgs& a) override;
-  void varlen_attention(const VarlenAttnArgs& a) override;
-  void merge_states(const MergeStatesArgs& a) override;
-  void linear_attention(const LinearAttnArgs& a) override;
-  void fill_blocks(const FillBlocksArgs& a) override;
-  void quant_fp8(const QuantFp8Args& a) override;
+  KV_DEVICE_CACHE_OPS_OVERRIDE
   void convert_rows(const ConvertRowsArgs& a) override { builtin_->convert_rows(a); }
   bool has_paged_prefill() const override { return placement_[KVCHECK_OP_PAGED_PREFILL]; }
   void paged_prefill(const PagedPrefillArgs& a) override;

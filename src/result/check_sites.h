@@ -1,5 +1,5 @@
 // check_sites.h — where the checks look: each site is one kind of checked output row, named once,
-// with the device ops (device/device_ops.h) whose output that row is. A failure names its site and
+// with the device ops (ops/op_table.h) whose output that row is. A failure names its site and
 // so the ops that can be at fault; `kvcheck list` and the result schema print this table.
 #pragma once
 
