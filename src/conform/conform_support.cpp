@@ -129,7 +129,7 @@ HostCache::HostCache(const CacheCase& c, int32_t num_blocks, std::mt19937_64& rn
   bytes_.resize(static_cast<size_t>(
       layer_cache_bytes(num_blocks, c.block_size, heads, c.head_dim, c.dtype)));
   const KvLayout layout =
-      c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED ? KvLayout::interleaved : KvLayout::plain;
+      c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED ? KvLayout::kv_interleaved : KvLayout::kv_separate;
   kv_ = make_paged_kv(bytes_.data(), layout, c.dtype, num_blocks, c.block_size, heads,
                       c.head_dim);
   if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) {  // one latent row per token: V is K

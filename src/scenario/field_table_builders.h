@@ -36,6 +36,7 @@ struct Field {
   bool has_default = true;
   bool default_in_schema = true;
   std::string_view default_note{};
+  std::vector<RenamedChoice> renamed{};
   // Nested objects: add the object's own fields under `pointer`.
   std::function<void(const std::string& pointer, const Getter<T>& get,
                      std::vector<FieldInfo>& out)>
@@ -79,6 +80,7 @@ void add_fields(const Fields<T>& fields, const std::string& pointer, const Gette
     info.default_in_schema = f.default_in_schema;
     info.default_note = f.default_note;
     info.doc = f.doc;
+    info.renamed = f.renamed;
     if (f.value_of) {
       info.value_in = [get, value_of = f.value_of](const Scenario& s) { return value_of(get(s)); };
       if (f.has_default) info.default_value = info.value_in(Scenario{});
@@ -208,13 +210,6 @@ Field<T> text(std::string_view key, std::string T::*member, std::string_view doc
           .doc = doc};
 }
 
-template <class E, std::size_t N>
-std::string_view name_in(const std::array<EnumName<E>, N>& names, E value) {
-  for (const auto& e : names)
-    if (e.value == value) return e.name;
-  return "?";
-}
-
 template <class T, class E, std::size_t N>
 Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>, N>& names,
                 std::string_view doc) {
@@ -225,6 +220,17 @@ Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>
           .value_of = [member, &names](const T& t) { return Json(name_in(names, t.*member)); },
           .forms = {choice_form(enum_names(names))},
           .doc = doc};
+}
+
+// A choice whose enum has renamed spellings (`old_names`): a file's old spelling is replaced by
+// today's before the reader sees it (old_spellings.h), so the reader takes today's only.
+template <class T, class E, std::size_t N, std::size_t M>
+Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>, N>& names,
+                const std::array<OldName<E>, M>& old_names, std::string_view doc) {
+  Field<T> f = choice(key, member, names, doc);
+  for (const auto& o : old_names)
+    f.renamed.push_back({std::string(o.old_name), std::string(name_in(names, o.value))});
+  return f;
 }
 
 // A [min, max] pair, or one integer n meaning [n, n]; both ends within [lo, hi].

@@ -47,7 +47,7 @@ BackendInputs make_backend_inputs(const DecodeShape& s, int sets, int max_splits
   in.table_stride = table_stride_of(s);
   const int64_t blocks = int64_t(sets) * s.batch * in.table_stride + 1;  // + the null block 0
   in.cache = DevBuf(cache_bytes(s, blocks));
-  in.desc = make_paged_kv(in.cache.as(), KvLayout::plain, s.dtype, int32_t(blocks), s.block_size,
+  in.desc = make_paged_kv(in.cache.as(), KvLayout::kv_separate, s.dtype, int32_t(blocks), s.block_size,
                           s.kv_heads, s.head_dim);
   if (s.latent) {  // one latent page per block; V reads its first v_dim features
     in.desc.v = in.desc.k;

@@ -47,7 +47,7 @@ const char* plan_name(Plan p) {
 }
 
 struct Spec {
-  KvLayout layout = KvLayout::plain;
+  KvLayout layout = KvLayout::kv_separate;
   DType dtype = DType::bf16;
   int bs = 16, kv_heads = 2, ratio = 4, head_dim = 128, v_dim = 0;
   bool mla = false;  // cache.v = cache.k, V = the first v_dim latent features, written once
@@ -64,7 +64,7 @@ std::string describe(const Spec& s) {
   char b[256];
   std::snprintf(b, sizeof b, "%s%s %s bs=%d kvh=%d G=%d hd=%d vd=%d rows=%zu plan=%s%s",
                 s.mla ? "mla " : "", test::dtype_name(s.dtype),
-                s.layout == KvLayout::plain ? "plain" : "interleaved", s.bs, s.kv_heads, s.ratio,
+                s.layout == KvLayout::kv_separate ? "kv_separate" : "kv_interleaved", s.bs, s.kv_heads, s.ratio,
                 s.head_dim, s.v_dim ? s.v_dim : s.head_dim, s.lens.size(), plan_name(s.plan),
                 s.aligned_rows ? " rows16" : "");
   return b;
@@ -352,7 +352,7 @@ void check_paths(HostCase& h, Tally& t,
 void shapes_and_dtypes(Rng& rng, Tally& t) {
   const int head_dims[] = {128, 12, 64, 5, 24, 40};
   int n = 0;
-  for (KvLayout layout : {KvLayout::plain, KvLayout::interleaved})
+  for (KvLayout layout : {KvLayout::kv_separate, KvLayout::kv_interleaved})
     for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3})
       for (int bs : {1, 3, 7, 16, 32})
         for (int ratio : {1, 4, 8})
@@ -419,7 +419,7 @@ void mla_shapes(Rng& rng, Tally& t) {
           ++n;
           Spec s;
           s.mla = true;
-          s.layout = n % 4 == 0 ? KvLayout::interleaved : KvLayout::plain;
+          s.layout = n % 4 == 0 ? KvLayout::kv_interleaved : KvLayout::kv_separate;
           s.dtype = dt;
           s.bs = bs;
           s.ratio = G;
@@ -453,7 +453,7 @@ void whole_tile_nan(Rng& rng, Tally& t) {
     for (Plan plan : {Plan::one, Plan::many, Plan::past_end}) {
       Spec s;
       s.mla = sh.mla;
-      s.layout = sh.mla ? KvLayout::plain : KvLayout::interleaved;
+      s.layout = sh.mla ? KvLayout::kv_separate : KvLayout::kv_interleaved;
       s.dtype = sh.dt;
       s.bs = sh.bs;
       s.kv_heads = sh.kvh;

@@ -47,7 +47,7 @@ Inputs make_inputs(const DecodeShape& s, int sets, int max_splits_cap, uint64_t 
   in.table_stride = (s.context + s.block_size - 1) / s.block_size;
   const int64_t blocks = int64_t(sets) * s.batch * in.table_stride + 1;  // + the null block 0
   in.cache = DevBuf(cache_bytes(s, blocks));
-  in.desc = make_paged_kv(in.cache.as(), KvLayout::plain, s.dtype, int32_t(blocks), s.block_size,
+  in.desc = make_paged_kv(in.cache.as(), KvLayout::kv_separate, s.dtype, int32_t(blocks), s.block_size,
                           s.kv_heads, s.head_dim);
   if (head_major) {  // --page-layout hnd: within a page [head][entry][feature], same page size
     in.desc.k_stride_head = in.desc.v_stride_head = int64_t(s.block_size) * s.head_dim;
