@@ -53,8 +53,9 @@ KV_HD float load_v(const PagedKv& c, int64_t block, int64_t entry, int64_t head,
 
 // The descriptor a stride-blind caller builds from the shape alone: block stride one page, entry
 // and head strides of a dense [block_size][kv_heads][head_dim] page, from the same k and v. Right
-// for the plain layout; on the interleaved one it addresses the wrong blocks' K and V. This is the
-// seed-004 bug (vLLM PR 37228), which the engine models by handing gather_kv this descriptor.
+// for the kv_separate layout; on the kv_interleaved one it addresses the wrong blocks' K and V.
+// This is the seed-004 bug (vLLM PR 37228), which the engine models by handing gather_kv this
+// descriptor.
 KV_HD PagedKv with_shape_strides(const PagedKv& c) {
   PagedKv s = c;
   s.k_stride_block = s.v_stride_block = page_elems(c);
@@ -63,7 +64,8 @@ KV_HD PagedKv with_shape_strides(const PagedKv& c) {
   return s;
 }
 
-enum class KvLayout : int32_t { plain = 0, interleaved = 1 };
+// Named as the ABI names them (KVCHECK_LAYOUT_KV_SEPARATE, KVCHECK_LAYOUT_KV_INTERLEAVED).
+enum class KvLayout : int32_t { kv_separate = 0, kv_interleaved = 1 };
 
 // Bytes one layer's cache occupies for `num_blocks` blocks (K and V together), either layout.
 inline int64_t layer_cache_bytes(int32_t num_blocks, int32_t block_size, int32_t kv_heads,
@@ -85,7 +87,7 @@ inline PagedKv make_paged_kv(void* base, KvLayout layout, DType dtype, int32_t n
   c.k_stride_token = c.v_stride_token = static_cast<int64_t>(kv_heads) * head_dim;
   c.k_stride_head = c.v_stride_head = head_dim;
   char* b = static_cast<char*>(base);
-  if (layout == KvLayout::plain) {
+  if (layout == KvLayout::kv_separate) {
     c.k_stride_block = c.v_stride_block = page;
     c.k = b;
     c.v = b + page * num_blocks * dtype_size(dtype);

@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/name_option.h"
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
 #include "conform/conform.h"
@@ -51,7 +52,7 @@ int conform_in_workers(ConformRequest req, conform::ConformReport& report) {
         return report.all_passed() ? kExitOk : kExitMismatch;
       case PluginWorkerResult::Kind::cannot_run:
         spdlog::error("cannot run: {}", r.message);
-        if (req.plugin.device_kind == "host")
+        if (req.plugin.device == DeviceKind::host)
           spdlog::info("a plugin for the GPU is checked with --device cuda");
         return kExitCannotRun;
       case PluginWorkerResult::Kind::internal_error:
@@ -85,17 +86,16 @@ Command add_conform_command(CLI::App& parent) {
       "Check each op of a backend plugin against the built-in host op on random shapes "
       "within its declared capabilities");
   auto req = std::make_shared<ConformRequest>();
-  req->plugin.device_kind = "host";
   auto json = std::make_shared<bool>(false);
   auto timeout = std::make_shared<int32_t>(300);
   app->add_option("--backend", req->plugin.path, "The backend plugin (a shared library)")
       ->required()
       ->check(non_empty_path());
-  app->add_option("--device", req->plugin.device_kind,
+  app->add_option("--device", req->plugin.device,
                   "The device the plugin is loaded for: host (kDLCPU), cuda (kDLCUDA, GPU 0; "
                   "its buffers in GPU memory), auto (cuda when a GPU is visible)")
-      ->check(CLI::IsMember(device_kinds()))
-      ->capture_default_str();
+      ->transform(name_of(kDeviceKindNames, "device"))
+      ->default_str(to_string(req->plugin.device));
   app->add_option("--backend-option", req->plugin.options,
                   "Option text handed to the plugin's init");
   app->add_option("--seed", req->options.seed, "Seed of the random inputs")

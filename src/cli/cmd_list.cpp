@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/name_option.h"
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
 #include "ops/op_table.h"
@@ -36,13 +37,14 @@ struct DeviceStatus {
 
 std::vector<DeviceStatus> device_statuses() {
   std::vector<DeviceStatus> d;
-  d.push_back({"host", true, "CPU, always available"});
+  const std::string host = to_string(DeviceKind::host), cuda = to_string(DeviceKind::cuda);
+  d.push_back({host, true, "CPU, always available"});
   if (!cuda_built())
-    d.push_back({"cuda", false, "not built (configure with nvcc on PATH, -DKVCHECK_CUDA=ON)"});
+    d.push_back({cuda, false, "not built (configure with nvcc on PATH, -DKVCHECK_CUDA=ON)"});
   else if (cuda_device_available())
-    d.push_back({"cuda", true, "built; a GPU is present"});
+    d.push_back({cuda, true, "built; a GPU is present"});
   else
-    d.push_back({"cuda", false, "built; no GPU visible"});
+    d.push_back({cuda, false, "built; no GPU visible"});
   return d;
 }
 
@@ -120,11 +122,11 @@ void print_list(std::ostream& os) {
 // `list --backend`: the plugin is loaded in a worker (cli/plugin_worker.h), which sends back
 // its description; kvcheck itself never runs plugin code. Loading that fails, crashes, exits or
 // hangs is "cannot run" (exit 3).
-int describe_backend(const std::string& path, const std::string& options,
-                     const std::string& device, int32_t timeout, bool json) {
+int describe_backend(const std::string& path, const std::string& options, DeviceKind device,
+                     int32_t timeout, bool json) {
   const PluginWorkerSpec spec{.path = path,
                               .options = options,
-                              .device_kind = device,
+                              .device = device,
                               .timeout = std::chrono::seconds(timeout)};
   PluginWorkerResult r;
   try {
@@ -168,7 +170,7 @@ Command add_list_command(CLI::App& parent) {
       parent.add_subcommand("list", "List the regressions, ops, check sites and devices");
   auto json = std::make_shared<bool>(false);
   auto backend = std::make_shared<std::string>();
-  auto device = std::make_shared<std::string>("host");
+  auto device = std::make_shared<DeviceKind>(DeviceKind::host);
   app->add_flag("--json", *json, "Machine-readable output (schema kvcheck.list/2)");
   CLI::Option* backend_opt = app->add_option(
       "--backend", *backend,
@@ -176,7 +178,8 @@ Command add_list_command(CLI::App& parent) {
       "and where each op runs")
       ->check(non_empty_path());
   app->add_option("--device", *device, "The device the backend is loaded for (--backend)")
-      ->check(CLI::IsMember(device_kinds()))
+      ->transform(name_of(kDeviceKindNames, "device"))
+      ->default_str(to_string(*device))
       ->needs(backend_opt);
   auto options = std::make_shared<std::string>();
   app->add_option("--backend-option", *options, "Option text handed to the backend's init")

@@ -34,8 +34,8 @@ Command add_run_command(CLI::App& parent) {
 
   app->add_option("files", opts->files, "Scenario files (JSON)")->required();
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
-      ->check(CLI::IsMember(device_kinds()))
-      ->capture_default_str();
+      ->transform(name_of(kDeviceKindNames, "device"))
+      ->default_str(to_string(opts->device));
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
           ->check(uint64_text());

@@ -84,23 +84,20 @@ static std::unique_ptr<Device> make_cuda() {
 #endif
 }
 
-const std::vector<std::string>& device_kinds() {
-  static const std::vector<std::string> kinds = {"host", "cuda", "auto"};
-  return kinds;
-}
+const char* to_string(DeviceKind kind) { return name_in(kDeviceKindNames, kind).data(); }
 
-std::unique_ptr<Device> make_device(const std::string& kind) {
-  if (kind == "host") return std::make_unique<HostDevice>();
-  if (kind == "cuda") return make_cuda();
-  if (kind == "auto") {
-    if (cuda_device_available()) return make_cuda();
-#ifdef KVCHECK_HAVE_CUDA
-    if (const std::string why = kv::cuda_start_failure(); !why.empty())
-      spdlog::warn("--device auto: {}; running on the host", driver_cannot_start(why));
-#endif
-    return std::make_unique<HostDevice>();
+std::unique_ptr<Device> make_device(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::host: return std::make_unique<HostDevice>();
+    case DeviceKind::cuda: return make_cuda();
+    case DeviceKind::automatic: break;
   }
-  throw std::invalid_argument("unknown device '" + kind + "' (expected host, cuda or auto)");
+  if (cuda_device_available()) return make_cuda();
+#ifdef KVCHECK_HAVE_CUDA
+  if (const std::string why = kv::cuda_start_failure(); !why.empty())
+    spdlog::warn("--device auto: {}; running on the host", driver_cannot_start(why));
+#endif
+  return std::make_unique<HostDevice>();
 }
 
 }  // namespace kv::cli

@@ -1,12 +1,12 @@
 // device_factory.h — turn `--device host|cuda|auto` into a Device.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <stdexcept>
-#include <string>
-#include <vector>
 
 #include "device/device.h"
+#include "scenario/enum_names.h"
 
 namespace kv::cli {
 
@@ -22,11 +22,20 @@ bool cuda_built();
 // host-only build.
 bool cuda_device_available();
 
-// The kinds make_device() takes, as `--device` accepts them: host, cuda, auto.
-const std::vector<std::string>& device_kinds();
+// Where `--device` runs the ops. automatic ("auto"): cuda when available, else host.
+enum class DeviceKind { host, cuda, automatic };
 
-// "host" -> HostDevice; "cuda" -> the CUDA device, or DeviceUnavailable; "auto" -> cuda when
-// available, else host. Any other kind throws std::invalid_argument (the CLI checks it first).
-std::unique_ptr<Device> make_device(const std::string& kind);
+// As `--device` spells them (cli/name_option.h reads them).
+inline constexpr std::array<EnumName<DeviceKind>, 3> kDeviceKindNames{{
+    {DeviceKind::host, "host"},
+    {DeviceKind::cuda, "cuda"},
+    {DeviceKind::automatic, "auto"},
+}};
+
+const char* to_string(DeviceKind kind);
+
+// host -> HostDevice; cuda -> the CUDA device, or DeviceUnavailable; automatic -> cuda when
+// available, else host.
+std::unique_ptr<Device> make_device(DeviceKind kind);
 
 }  // namespace kv::cli

@@ -1,10 +1,14 @@
-// load_scenarios.cpp — every file through the scenario parser, errors collected, not thrown.
+// load_scenarios.cpp — every file through the scenario parser, errors collected, not thrown; a
+// file that uses old spellings is warned about here, once.
 #include "cli/load_scenarios.h"
 
 #include <exception>
 #include <stdexcept>
 #include <variant>
 
+#include <spdlog/spdlog.h>
+
+#include "scenario/old_spellings.h"
 #include "scenario/parse.h"
 
 namespace kv::cli {
@@ -14,10 +18,14 @@ LoadResult load_scenarios(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     try {
       auto parsed = load_scenario(path);
-      if (auto* err = std::get_if<ScenarioError>(&parsed))
+      if (auto* err = std::get_if<ScenarioError>(&parsed)) {
         out.errors.push_back(format_error(*err, path));
-      else
-        out.valid.push_back({path, std::get<Scenario>(std::move(parsed))});
+        continue;
+      }
+      Scenario& s = std::get<Scenario>(parsed);
+      if (!s.old_spellings.empty())
+        spdlog::warn("{}", old_spellings_warning(s.old_spellings, path));
+      out.valid.push_back({path, std::move(s)});
     } catch (const std::logic_error&) {
       throw;  // an invariant of kvcheck's own: exit 4 (app.cpp)
     } catch (const std::exception& e) {

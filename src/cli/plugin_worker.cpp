@@ -22,7 +22,7 @@ namespace {
 std::string work_in_worker(const PluginWorkerSpec& spec, const PluginWork& work,
                            ProgressRecord& record) {
   try {
-    std::unique_ptr<Device> device = make_device(spec.device_kind);
+    std::unique_ptr<Device> device = make_device(spec.device);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
     std::shared_ptr<BackendLibrary> lib = load_watched(record, spec.path, *device, spec.options);
     nlohmann::json payload = work(*lib, *device, record);

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/device_factory.h"
 #include "kvcheck/backend.h"
 #include "plugin/progress_record.h"
 #include "plugin/worker.h"
@@ -32,7 +33,7 @@ namespace kv::cli {
 struct PluginWorkerSpec {
   std::string path;         // the plugin
   std::string options;      // handed to its init (--backend-option)
-  std::string device_kind;  // host | cuda | auto, resolved in the worker
+  DeviceKind device = DeviceKind::host;  // resolved in the worker
   std::chrono::seconds timeout{300};  // --backend-timeout: a marked call running longer hangs
 };
 

@@ -135,7 +135,7 @@ MemoryLimits memory_limits(const RunOptions& opts, const Device* device) {
     l.device_free = device->free_bytes();
     l.device_is_host = !l.device_free.has_value();
   } else {
-    l.device_is_host = opts.device == "host";  // else the worker checks the device's part
+    l.device_is_host = opts.device == DeviceKind::host;  // else the worker checks the device's part
   }
   return l;
 }
@@ -376,7 +376,8 @@ std::string error_message(const RunError& e, int32_t timeout_seconds) {
 // The result of a scenario whose worker ended in an error: what the parent knows of the run.
 RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError error,
                        const RunOptions& opts, int32_t timeout_seconds, double seconds) {
-  RunResult r = result_header(s, record.device[0] ? std::string(record.device) : opts.device);
+  RunResult r =
+      result_header(s, record.device[0] ? std::string(record.device) : to_string(opts.device));
   r.verdict = Verdict::error;
   error.epoch = record.epoch.load();
   error.step = record.step.load();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/device_factory.h"
 #include "cli/overrides.h"
 #include "reference/reference_choice.h"
 
@@ -26,7 +27,7 @@ struct BackendOptions {
 
 struct RunOptions {
   std::vector<std::string> files;
-  std::string device = "host";     // host | cuda | auto
+  DeviceKind device = DeviceKind::host;
   Overrides overrides;
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
   bool json = false;    // result document(s) on stdout instead of the table

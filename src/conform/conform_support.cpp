@@ -16,22 +16,6 @@ namespace kv::conform {
 
 namespace {
 
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::fp8_e4m3: return "fp8_e4m3";
-  }
-  return "?";
-}
-
-const char* layout_name(kvcheck_kv_layout l) {
-  return l == KVCHECK_LAYOUT_KV_SEPARATE ? "separate"
-         : l == KVCHECK_LAYOUT_KV_INTERLEAVED ? "interleaved"
-                                              : "mla_latent";
-}
-
 // Values of `wanted` the caps' list accepts (a NULL list accepts all), and the list's own first
 // two (what the backend says it takes is tested even where kvcheck's picks miss it).
 std::vector<int32_t> pick(const int32_t* caps, int32_t n, std::vector<int32_t> wanted) {
@@ -49,8 +33,8 @@ std::vector<int32_t> pick(const int32_t* caps, int32_t n, std::vector<int32_t> w
 std::string CacheCase::describe() const {
   const std::string latent =
       layout == KVCHECK_LAYOUT_MLA_LATENT ? fmt::format(" ({}+{})", v_dim(), rope_dim) : "";
-  return fmt::format("{} {} bs={} hd={}{}", dtype_name(dtype), layout_name(layout), block_size,
-                     head_dim, latent);
+  return fmt::format("{} {} bs={} hd={}{}", backend::dtype_name(backend::to_abi(dtype)),
+                     backend::layout_name(layout), block_size, head_dim, latent);
 }
 
 std::vector<CacheCase> cache_grid(const kvcheck_caps& caps, std::string* note) {
@@ -129,7 +113,7 @@ HostCache::HostCache(const CacheCase& c, int32_t num_blocks, std::mt19937_64& rn
   bytes_.resize(static_cast<size_t>(
       layer_cache_bytes(num_blocks, c.block_size, heads, c.head_dim, c.dtype)));
   const KvLayout layout =
-      c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED ? KvLayout::interleaved : KvLayout::plain;
+      c.layout == KVCHECK_LAYOUT_KV_INTERLEAVED ? KvLayout::kv_interleaved : KvLayout::kv_separate;
   kv_ = make_paged_kv(bytes_.data(), layout, c.dtype, num_blocks, c.block_size, heads,
                       c.head_dim);
   if (c.layout == KVCHECK_LAYOUT_MLA_LATENT) {  // one latent row per token: V is K

@@ -36,7 +36,7 @@ int64_t block_bytes(LayerKind kind, const ModelSpec& m, const CacheSpec& c) {
 CacheLayoutPlan plan_cache_layout(const ModelSpec& m, const CacheSpec& c) {
   CacheLayoutPlan plan;
   const int64_t blocks = c.num_blocks;
-  if (c.pool == PoolKind::separate) {
+  if (c.pool == PoolKind::per_layer) {
     for (LayerKind k : m.layers) {
       if (!attention_like(k))
         throw std::invalid_argument("a linear layer needs the hybrid pool (validation missed it)");
@@ -67,7 +67,7 @@ PagedKv layer_kv_view(void* base, LayerKind kind, const ModelSpec& m, const Cach
       kv.k_stride_block = kv.v_stride_block = plan.page_bytes / dtype_size(c.dtype);
   } else if (kind == LayerKind::mla) {
     // One latent head; V is the first kv_lora_rank features of the same rows.
-    kv = make_paged_kv(base, KvLayout::plain, c.dtype, c.num_blocks, c.block_size, 1,
+    kv = make_paged_kv(base, KvLayout::kv_separate, c.dtype, c.num_blocks, c.block_size, 1,
                        latent_dim(m));
     kv.v = kv.k;
     if (plan.page_bytes > 0)
@@ -88,7 +88,7 @@ int64_t state_block_stride(const ModelSpec& m, const CacheLayoutPlan& plan) {
 
 PagedKv state_fill_view(void* base, const ModelSpec& m, const CacheSpec& c,
                         const CacheLayoutPlan& plan) {
-  PagedKv kv = make_paged_kv(base, KvLayout::plain, DType::f32, c.num_blocks, 1, 1,
+  PagedKv kv = make_paged_kv(base, KvLayout::kv_separate, DType::f32, c.num_blocks, 1, 1,
                              static_cast<int32_t>(state_floats(m)));
   kv.v = kv.k;  // one page per block: filled twice, harmlessly
   kv.k_stride_block = kv.v_stride_block = state_block_stride(m, plan);

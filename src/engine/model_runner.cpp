@@ -220,7 +220,7 @@ DecodePlanArgs ModelRunner::decode_shape(bool mla, int32_t v_dim) const {
           .head_dim = mla ? latent_dim_ : m.head_dim,
           .v_dim = v_dim > 0 ? v_dim : mla ? m.kv_lora_rank : m.head_dim,
           .latent = mla,
-          .interleaved = !mla && s_.cache.layout == KvLayout::interleaved,
+          .interleaved = !mla && s_.cache.layout == KvLayout::kv_interleaved,
           .max_blocks_per_seq = limits_.block_table_stride,
           .uniform_splits = s_.engine.decode_splits == DecodeSplits::uniform};
 }

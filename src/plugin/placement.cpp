@@ -25,7 +25,7 @@ std::vector<CacheUse> cache_uses(const Scenario& s) {
   std::vector<CacheUse> uses;
   if (has_layer(s.model, LayerKind::attention))
     uses.push_back({"attention",
-                    s.cache.layout == KvLayout::interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
+                    s.cache.layout == KvLayout::kv_interleaved ? KVCHECK_LAYOUT_KV_INTERLEAVED
                                                             : KVCHECK_LAYOUT_KV_SEPARATE,
                     s.model.head_dim, s.model.num_q_heads / std::max(s.model.num_kv_heads, 1),
                     0});

@@ -98,13 +98,13 @@ std::vector<SettingGap> setting_gaps(Regression r, const Scenario& s) {
                                     to_string(s.cache.dtype))});
       break;
     case Regression::gather_assumes_contiguous:
-      if (s.cache.layout != KvLayout::interleaved)
+      if (s.cache.layout != KvLayout::kv_interleaved)
         gaps.push_back({"cache.layout",
-                        fmt::format("needs the interleaved cache layout, but the layout is {} "
+                        fmt::format("needs the kv_interleaved cache layout, but the layout is {} "
                                     "(where the shape-derived strides happen to be right)",
                                     to_string(s.cache.layout))});
       else if (!has_layer(s.model, LayerKind::attention))
-        gaps.push_back({"model.layers", "needs attention layers on the interleaved layout, but "
+        gaps.push_back({"model.layers", "needs attention layers on the kv_interleaved layout, but "
                                         "the model has none (MLA caches are never interleaved)"});
       break;
     case Regression::padded_rows_in_reduction:

@@ -2,7 +2,8 @@
 //
 // The parser reads these spellings, to_string() writes them, the generated JSON Schema and docs'
 // table list them and the CLI's validators (cli/name_option.h) accept them, so a spelling is
-// defined in exactly one place.
+// defined in exactly one place. A spelling the format has since renamed is in the old-name tables
+// at the end: still read, with a deprecation warning (old_spellings.h).
 #pragma once
 
 #include <array>
@@ -35,13 +36,14 @@ inline constexpr std::array<EnumName<DType>, 4> kCacheDTypeNames{{
     {DType::fp8_e4m3, "fp8_e4m3"},
 }};
 
+// As the ABI names them (include/kvcheck/backend.h: KVCHECK_LAYOUT_KV_SEPARATE, ..._INTERLEAVED).
 inline constexpr std::array<EnumName<KvLayout>, 2> kKvLayoutNames{{
-    {KvLayout::plain, "plain"},
-    {KvLayout::interleaved, "interleaved"},
+    {KvLayout::kv_separate, "kv_separate"},
+    {KvLayout::kv_interleaved, "kv_interleaved"},
 }};
 
 inline constexpr std::array<EnumName<PoolKind>, 2> kPoolKindNames{{
-    {PoolKind::separate, "separate"},
+    {PoolKind::per_layer, "per_layer"},
     {PoolKind::hybrid, "hybrid"},
 }};
 
@@ -72,6 +74,35 @@ inline constexpr std::array<EnumName<ReferenceMode>, 3> kReferenceModeNames{{
     {ReferenceMode::sampled, "sampled"},
     {ReferenceMode::automatic, "auto"},
 }};
+
+// ---- renamed spellings ----
+
+// A spelling the format has renamed: a file may still use it, and it reads as `value` (whose name
+// is the one in the table above), with a deprecation warning.
+template <class E>
+struct OldName {
+  std::string_view old_name;
+  E value;
+};
+
+inline constexpr std::array<OldName<KvLayout>, 2> kKvLayoutOldNames{{
+    {"plain", KvLayout::kv_separate},
+    {"interleaved", KvLayout::kv_interleaved},
+}};
+
+inline constexpr std::array<OldName<PoolKind>, 1> kPoolKindOldNames{{
+    {"separate", PoolKind::per_layer},
+}};
+
+// ---- lookups ----
+
+// The names are literals: data() is NUL-terminated.
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<EnumName<E>, N>& table, E value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name;
+  return "?";
+}
 
 template <class E, std::size_t N>
 std::optional<E> enum_from_name(const std::array<EnumName<E>, N>& table, std::string_view name) {

@@ -45,6 +45,12 @@ struct ValueForm {
   std::string note;  // how the value is held, for the docs ("64-bit", "a float"); may be empty
 };
 
+// A spelling of a choice that the format renamed: a file may still use it (old_spellings.h).
+struct RenamedChoice {
+  std::string old_name;
+  std::string new_name;
+};
+
 struct FieldInfo {
   std::string pointer;          // "/workload/epochs"; an object comes before its keys
   std::vector<ValueForm> forms;  // one form, or the alternatives a value may take
@@ -58,6 +64,7 @@ struct FieldInfo {
   // Said of the default after its value, or instead of it: "by cache dtype". Markdown.
   std::string default_note;
   std::string doc;  // one line, Markdown
+  std::vector<RenamedChoice> renamed;  // choice fields: old spellings, read as the new ones
   // Leaves only: the field's value in a scenario, as a file would spell it.
   std::function<Json(const Scenario&)> value_in;
 

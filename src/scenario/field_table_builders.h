@@ -36,6 +36,7 @@ struct Field {
   bool has_default = true;
   bool default_in_schema = true;
   std::string_view default_note{};
+  std::vector<RenamedChoice> renamed{};
   // Nested objects: add the object's own fields under `pointer`.
   std::function<void(const std::string& pointer, const Getter<T>& get,
                      std::vector<FieldInfo>& out)>
@@ -79,6 +80,7 @@ void add_fields(const Fields<T>& fields, const std::string& pointer, const Gette
     info.default_in_schema = f.default_in_schema;
     info.default_note = f.default_note;
     info.doc = f.doc;
+    info.renamed = f.renamed;
     if (f.value_of) {
       info.value_in = [get, value_of = f.value_of](const Scenario& s) { return value_of(get(s)); };
       if (f.has_default) info.default_value = info.value_in(Scenario{});
@@ -142,16 +144,25 @@ Field<T> default_only(Field<T> f, std::string_view note) {
 
 // ---- field builders: one line of the table each ----
 
+// A key held in one member of T: `read(value, pointer)` makes the member from the file's value,
+// which the file spells as the member's own JSON value.
+template <class T, class M, class Read>
+Field<T> member_field(std::string_view key, M T::*member, Read read, ValueForm form,
+                      std::string_view doc) {
+  return {.key = key,
+          .read = [=](const Json& v, const std::string& p, T& out) { out.*member = read(v, p); },
+          .value_of = [=](const T& t) { return Json(t.*member); },
+          .forms = {std::move(form)},
+          .doc = doc};
+}
+
 template <class T>
 Field<T> integer(std::string_view key, int32_t T::*member, int32_t lo, int32_t hi,
                  std::string_view doc, std::string_view why = {}) {
-  return {.key = key,
-          .read = [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_int(v, p, lo, hi, why);
-          },
-          .value_of = [=](const T& t) { return Json(t.*member); },
-          .forms = {integer_form(lo, hi)},
-          .doc = doc};
+  const auto read = [=](const Json& v, const std::string& p) {
+    return read_int(v, p, lo, hi, why);
+  };
+  return member_field(key, member, read, integer_form(lo, hi), doc);
 }
 
 template <class T>
@@ -160,13 +171,7 @@ Field<T> seed(std::string_view key, uint64_t T::*member, std::string_view doc) {
   form.minimum = 0;
   form.maximum = std::numeric_limits<uint64_t>::max();
   form.note = "64-bit";
-  return {.key = key,
-          .read = [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_uint64(v, p);
-          },
-          .value_of = [=](const T& t) { return Json(t.*member); },
-          .forms = {form},
-          .doc = doc};
+  return member_field(key, member, read_uint64, form, doc);
 }
 
 // A dequantisation scale: see read_positive_float().
@@ -177,54 +182,39 @@ Field<T> scale(std::string_view key, float T::*member, std::string_view doc) {
   form.exclusive_minimum = true;
   form.maximum = static_cast<double>(std::numeric_limits<float>::max());
   form.note = "a float";
-  return {.key = key,
-          .read = [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_positive_float(v, p);
-          },
-          .value_of = [=](const T& t) { return Json(static_cast<double>(t.*member)); },
-          .forms = {form},
-          .doc = doc};
+  return member_field(key, member, read_positive_float, form, doc);
 }
 
 template <class T>
 Field<T> boolean(std::string_view key, bool T::*member, std::string_view doc) {
-  return {.key = key,
-          .read = [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_bool(v, p);
-          },
-          .value_of = [=](const T& t) { return Json(t.*member); },
-          .forms = {plain_form(ValueForm::Kind::boolean)},
-          .doc = doc};
+  return member_field(key, member, read_bool, plain_form(ValueForm::Kind::boolean), doc);
 }
 
 template <class T>
 Field<T> text(std::string_view key, std::string T::*member, std::string_view doc) {
-  return {.key = key,
-          .read = [=](const Json& v, const std::string& p, T& out) {
-            out.*member = read_string(v, p);
-          },
-          .value_of = [=](const T& t) { return Json(t.*member); },
-          .forms = {plain_form(ValueForm::Kind::string)},
-          .doc = doc};
-}
-
-template <class E, std::size_t N>
-std::string_view name_in(const std::array<EnumName<E>, N>& names, E value) {
-  for (const auto& e : names)
-    if (e.value == value) return e.name;
-  return "?";
+  return member_field(key, member, read_string, plain_form(ValueForm::Kind::string), doc);
 }
 
 template <class T, class E, std::size_t N>
 Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>, N>& names,
                 std::string_view doc) {
-  return {.key = key,
-          .read = [member, &names](const Json& v, const std::string& p, T& out) {
-            out.*member = read_enum(v, p, names);
-          },
-          .value_of = [member, &names](const T& t) { return Json(name_in(names, t.*member)); },
-          .forms = {choice_form(enum_names(names))},
-          .doc = doc};
+  const auto read = [&names](const Json& v, const std::string& p) {
+    return read_enum(v, p, names);
+  };
+  Field<T> f = member_field(key, member, read, choice_form(enum_names(names)), doc);
+  f.value_of = [member, &names](const T& t) { return Json(name_in(names, t.*member)); };
+  return f;
+}
+
+// A choice whose enum has renamed spellings (`old_names`): a file's old spelling is replaced by
+// today's before the reader sees it (old_spellings.h), so the reader takes today's only.
+template <class T, class E, std::size_t N, std::size_t M>
+Field<T> choice(std::string_view key, E T::*member, const std::array<EnumName<E>, N>& names,
+                const std::array<OldName<E>, M>& old_names, std::string_view doc) {
+  Field<T> f = choice(key, member, names, doc);
+  for (const auto& o : old_names)
+    f.renamed.push_back({std::string(o.old_name), std::string(name_in(names, o.value))});
+  return f;
 }
 
 // A [min, max] pair, or one integer n meaning [n, n]; both ends within [lo, hi].

@@ -214,15 +214,17 @@ const Fields<CacheSpec>& cache_fields() {
       choice("dtype", &CacheSpec::dtype, kCacheDTypeNames,
              "Storage type of K and V (of the latent in `mla` layers); the reference rounds K/V "
              "the same way. `fp8_e4m3` stores value / scale and needs `k_scale` and `v_scale`."),
-      choice("layout", &CacheSpec::layout, kKvLayoutNames,
-             "`plain`: separate K and V regions; `interleaved`: per block `[K0][V0][K1][V1]…`, "
-             "addressed through strides (the hybrid-model layout of seed 004)."),
-      choice("pool", &CacheSpec::pool, kPoolKindNames,
-             "`separate`: every layer has its own cache. `hybrid`: the j-th attention-like "
-             "(`attention`/`mla`) layer and the j-th `linear` layer share one buffer, and a block "
-             "id holds either KV or one request's linear-attention state, so a block freed by "
-             "one is read byte for byte by the other (the Kimi-Linear arrangement of seed 000). "
-             "Needs a `linear` layer, and `layout` `\"interleaved\"` with an `attention` layer."),
+      choice("layout", &CacheSpec::layout, kKvLayoutNames, kKvLayoutOldNames,
+             "`kv_separate`: K and V in regions of their own; `kv_interleaved`: per block "
+             "`[K0][V0][K1][V1]…`, addressed through strides (the hybrid-model layout of seed "
+             "004). The names are the backend ABI's (`KVCHECK_LAYOUT_KV_SEPARATE`, ...)."),
+      choice("pool", &CacheSpec::pool, kPoolKindNames, kPoolKindOldNames,
+             "`per_layer`: every layer has a cache buffer of its own. `hybrid`: the j-th "
+             "attention-like (`attention`/`mla`) layer and the j-th `linear` layer share one "
+             "buffer, and a block id holds either KV or one request's linear-attention state, so "
+             "a block freed by one is read byte for byte by the other (the Kimi-Linear "
+             "arrangement of seed 000). Needs a `linear` layer, and `layout` "
+             "`\"kv_interleaved\"` with an `attention` layer."),
       no_default(scale("k_scale", &CacheSpec::k_scale,
                        "Dequantisation scale of K (of the latent in `mla` layers): the cache "
                        "stores K / `k_scale`. Any calibrated value (e.g. 0.0173); only with "

@@ -10,6 +10,7 @@
 #include "io/input_file.h"
 #include "scenario/fields.h"
 #include "scenario/json_text.h"
+#include "scenario/old_spellings.h"
 #include "scenario/validate.h"
 
 namespace kv {
@@ -27,21 +28,32 @@ Scenario default_scenario(const std::string& source_path) {
   return s;
 }
 
+// The message quotes today's spelling, read in place of the file's old one: say so.
+ScenarioError with_old_spelling(ScenarioError error, const std::vector<OldSpelling>& old) {
+  for (const OldSpelling& o : old)
+    if (o.pointer == error.pointer)
+      error.message += fmt::format(" (the file writes \"{}\", the old spelling of \"{}\")",
+                                   o.old_name, o.new_name);
+  return error;
+}
+
 }  // namespace
 
 std::variant<Scenario, ScenarioError> parse_scenario(std::string_view text,
                                                      std::string source_path) {
+  std::vector<OldSpelling> old;
   try {
-    const Json doc = parse_json_text(text);
+    Json doc = parse_json_text(text);
     if (!doc.is_object())
       fail("", "the top level is " + describe(doc) + "; expected a JSON object");
     check_format(doc);
     Scenario s = default_scenario(source_path);
+    s.old_spellings = old = replace_old_spellings(doc);
     read_scenario_fields(doc, s);
     validate_scenario(s, doc);
     return s;
   } catch (const ScenarioFailure& f) {
-    return f.error;
+    return with_old_spelling(f.error, old);
   } catch (const std::logic_error&) {  // a broken invariant of ours: kvcheck exits 4
     throw;
   } catch (const std::exception& e) {  // a bug of ours; still a result, not a crash

@@ -3,7 +3,9 @@
 // Bad input never throws and never half-succeeds: the result is either a Scenario whose every
 // invariant (scenario.h) holds, or the first error found, located by a JSON pointer. Errors are
 // reported in document order; cross-field checks run after every field has read cleanly. A
-// std::logic_error (a broken invariant of kvcheck's own, not bad input) passes through.
+// std::logic_error (a broken invariant of kvcheck's own, not bad input) passes through. A value
+// spelt as the format used to is read as today's and listed in Scenario::old_spellings
+// (old_spellings.h).
 #pragma once
 
 #include <map>

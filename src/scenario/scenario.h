@@ -44,20 +44,22 @@ struct ModelSpec {
   int32_t qk_rope_dim = 64;    // the decoupled positional key shared by all heads
 };
 
-// separate: every layer has its own cache. hybrid: one raw buffer per "slot", shared by the j-th
-// attention-like layer (attention or mla) and the j-th linear layer; a block id is owned either by
-// the KV group (attention-like layers, a block table per request) or by the state group (linear
-// layers, one block per request), so a block freed by one group and taken by the other is read
-// byte for byte as the other's data. Every view uses the largest page of the kinds as its block
-// stride; attention layers must use the interleaved layout there.
-enum class PoolKind { separate, hybrid };
+// Both index every layer's cache by the same block ids (engine/block_pool.h); they differ in the
+// buffers behind them (engine/cache_layout.h). per_layer: every layer has a buffer of its own.
+// hybrid: one raw buffer per "slot", shared by the j-th attention-like layer (attention or mla)
+// and the j-th linear layer; a block id is owned either by the KV group (attention-like layers, a
+// block table per request) or by the state group (linear layers, one block per request), so a
+// block freed by one group and taken by the other is read byte for byte as the other's data.
+// Every view uses the largest page of the kinds as its block stride; attention layers must use
+// the kv_interleaved layout there.
+enum class PoolKind { per_layer, hybrid };
 
 struct CacheSpec {
   int32_t num_blocks = 64;  // including the reserved null block 0
   int32_t block_size = 16;
   DType dtype = DType::bf16;  // f32, f16, bf16 or fp8_e4m3
-  KvLayout layout = KvLayout::plain;
-  PoolKind pool = PoolKind::separate;
+  KvLayout layout = KvLayout::kv_separate;
+  PoolKind pool = PoolKind::per_layer;
   // fp8_e4m3 only, and then required: per-tensor dequantisation scales (stored = value / scale).
   // MLA layers use k_scale for their latent (their V is the latent).
   float k_scale = 1.0f;
@@ -167,11 +169,20 @@ struct BackendSpec {
   std::string options;                 // --backend-option
 };
 
+// A value the file spelt as the format no longer does (a renamed enum name, enum_names.h): read
+// as today's spelling; the command line warns about it (old_spellings.h).
+struct OldSpelling {
+  std::string pointer;   // "/cache/layout"
+  std::string old_name;  // "plain"
+  std::string new_name;  // "kv_separate"
+};
+
 struct Scenario {
   int32_t format = kScenarioFormat;
   std::string name;          // defaults to the file's stem
   std::string description;
   std::string source_path;   // where it was read from ("" for a string)
+  std::vector<OldSpelling> old_spellings;  // in the file, in field-table order
   uint64_t seed = 0;         // workload and fault seed; --seed overrides
   ModelSpec model;
   CacheSpec cache;

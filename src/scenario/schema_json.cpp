@@ -19,7 +19,7 @@ constexpr const char* kRelations =
     "with an \"mla\" layer; cache.k_scale and cache.v_scale both given when cache.dtype is "
     "\"fp8_e4m3\" and only then; a \"linear\" layer only with cache.pool \"hybrid\"; "
     "cache.pool \"hybrid\" only with a \"linear\" layer, and with cache.layout "
-    "\"interleaved\" when there is an \"attention\" layer; "
+    "\"kv_interleaved\" when there is an \"attention\" layer; "
     "checks.sampled_requests only with checks.reference \"sampled\" or \"auto\".";
 
 Json form_schema(const ValueForm& f) {

@@ -98,13 +98,22 @@ std::string name_text(const FieldInfo& field) {
   return field.is_object() ? "**`" + name + "`**" : "`" + name + "`";
 }
 
+// The doc, and the renamed spellings a file may still use.
+std::string doc_text(const FieldInfo& field) {
+  std::string old;
+  for (const RenamedChoice& r : field.renamed)
+    old += fmt::format("{}`\"{}\"` for `\"{}\"`", old.empty() ? "" : ", ", r.old_name,
+                       r.new_name);
+  return old.empty() ? field.doc : field.doc + " Old spellings, read with a warning: " + old + ".";
+}
+
 }  // namespace
 
 std::string scenario_fields_markdown() {
   std::string out = "| Field | Type | Default | Meaning |\n|---|---|---|---|\n";
   for (const FieldInfo& f : scenario_field_table())
     out += fmt::format("| {} | {} | {} | {} |\n", name_text(f), cell(type_text(f)),
-                       cell(default_text(f)), cell(f.doc));
+                       cell(default_text(f)), cell(doc_text(f)));
   return out;
 }
 

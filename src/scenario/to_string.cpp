@@ -6,9 +6,7 @@ namespace {
 
 template <class E, std::size_t N>
 const char* name_of(const std::array<EnumName<E>, N>& table, E value) {
-  for (const auto& e : table)
-    if (e.value == value) return e.name.data();  // the names are literals: NUL-terminated
-  return "?";
+  return name_in(table, value).data();
 }
 
 }  // namespace

@@ -100,14 +100,16 @@ void validate_pool(const Scenario& s, const Json& doc) {
                      got(doc, "/cache/pool", quoted(to_string(s.cache.pool)))));
   if (hybrid && !linear)
     fail("/cache/pool",
-         "got \"hybrid\", but the model has no \"linear\" layer: a hybrid pool shares its blocks "
-         "between linear-attention state and KV, so there is nothing to share; use \"separate\"");
-  if (hybrid && attention && s.cache.layout == KvLayout::plain)
+         fmt::format("got \"hybrid\", but the model has no \"linear\" layer: a hybrid pool "
+                     "shares its blocks between linear-attention state and KV, so there is "
+                     "nothing to share; use {}",
+                     quoted(to_string(PoolKind::per_layer))));
+  if (hybrid && attention && s.cache.layout != KvLayout::kv_interleaved)
     fail("/cache/layout",
          fmt::format("{}, but a hybrid pool keeps K and V of a block together ({} is an "
-                     "attention layer): use \"interleaved\"",
+                     "attention layer): use {}",
                      got(doc, "/cache/layout", quoted(to_string(s.cache.layout))),
-                     layer_pointer(*attention)));
+                     layer_pointer(*attention), quoted(to_string(KvLayout::kv_interleaved))));
 }
 
 void validate_engine(const EngineSpec& e, const Json& doc) {

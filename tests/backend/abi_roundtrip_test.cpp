@@ -31,11 +31,11 @@ void expect_same(const PagedKv& a, const PagedKv& b) {
 std::vector<PagedKv> caches() {
   std::vector<PagedKv> out;
   for (DType t : {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3}) {
-    PagedKv plain = make_paged_kv(at(64), KvLayout::plain, t, 9, 3, 2, 5);
+    PagedKv plain = make_paged_kv(at(64), KvLayout::kv_separate, t, 9, 3, 2, 5);
     plain.k_scale = 0.25f;
     plain.v_scale = 3.5f;
-    PagedKv inter = make_paged_kv(at(128), KvLayout::interleaved, t, 5, 7, 3, 4);
-    PagedKv mla = make_paged_kv(at(256), KvLayout::plain, t, 4, 16, 1, 11);
+    PagedKv inter = make_paged_kv(at(128), KvLayout::kv_interleaved, t, 5, 7, 3, 4);
+    PagedKv mla = make_paged_kv(at(256), KvLayout::kv_separate, t, 4, 16, 1, 11);
     mla.v = mla.k;
     out.insert(out.end(), {plain, inter, mla, with_shape_strides(inter)});
   }

@@ -22,7 +22,7 @@ std::vector<float> buf(1 << 16);
 struct WriteKvCall {
   AbiBuilder build{kCpu};
   std::vector<int64_t> slots = std::vector<int64_t>(5, -1);
-  PagedKv cache = make_paged_kv(buf.data(), KvLayout::plain, DType::bf16, 6, 3, 2, 4);
+  PagedKv cache = make_paged_kv(buf.data(), KvLayout::kv_separate, DType::bf16, 6, 3, 2, 4);
   kvcheck_write_kv_args abi = build.write_kv(WriteKvArgs{.cache = cache,
                                                          .k = buf.data() + 4096,
                                                          .v = buf.data() + 8192,
@@ -126,7 +126,7 @@ TEST(AbiValidate, RefusesTensorsThatMustShareOneStride) {
 TEST(AbiValidate, RefusesAPlanTooSmallForKvchecksFormatAndABadPattern) {
   AbiBuilder build(kCpu);
   PagedDecodeArgs d;
-  d.cache = make_paged_kv(buf.data(), KvLayout::plain, DType::f32, 4, 2, 1, 4);
+  d.cache = make_paged_kv(buf.data(), KvLayout::kv_separate, DType::f32, 4, 2, 1, 4);
   d.split_meta = reinterpret_cast<const int32_t*>(buf.data());
   d.num_rows = 3;
   d.num_q_heads = 1;

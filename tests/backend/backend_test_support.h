@@ -87,7 +87,7 @@ inline TestCache twin(const TestCache& c) {
 // An MLA latent cache: one head of kv_lora_rank + rope features per token, v == k.
 inline TestCache make_latent_cache(DType dtype, int32_t num_blocks, int32_t block_size,
                                    int32_t head_dim) {
-  TestCache c = make_test_cache(KvLayout::plain, dtype, num_blocks, block_size, 1, head_dim);
+  TestCache c = make_test_cache(KvLayout::kv_separate, dtype, num_blocks, block_size, 1, head_dim);
   c.desc.v = c.desc.k;
   c.desc.v_stride_block = c.desc.k_stride_block;
   c.desc.v_stride_token = c.desc.k_stride_token;
@@ -107,14 +107,14 @@ struct CacheKind {
 // Awkward caches: block sizes 1, 3, 7, 16; every dtype; plain, interleaved and MLA latent.
 inline const std::vector<CacheKind>& cache_kinds() {
   static const std::vector<CacheKind> kinds = {
-      {"f32_plain_bs1", DType::f32, KvLayout::plain, false, 1, 2, 4},
-      {"bf16_plain_bs3", DType::bf16, KvLayout::plain, false, 3, 3, 5},
-      {"f16_interleaved_bs7", DType::f16, KvLayout::interleaved, false, 7, 2, 6},
-      {"fp8_interleaved_bs16", DType::fp8_e4m3, KvLayout::interleaved, false, 16, 1, 8},
-      {"fp8_plain_bs7", DType::fp8_e4m3, KvLayout::plain, false, 7, 2, 3},
-      {"bf16_mla_bs7", DType::bf16, KvLayout::plain, true, 7, 1, 11},
-      {"fp8_mla_bs3", DType::fp8_e4m3, KvLayout::plain, true, 3, 1, 9},
-      {"f32_mla_bs16", DType::f32, KvLayout::plain, true, 16, 1, 6},
+      {"f32_plain_bs1", DType::f32, KvLayout::kv_separate, false, 1, 2, 4},
+      {"bf16_plain_bs3", DType::bf16, KvLayout::kv_separate, false, 3, 3, 5},
+      {"f16_interleaved_bs7", DType::f16, KvLayout::kv_interleaved, false, 7, 2, 6},
+      {"fp8_interleaved_bs16", DType::fp8_e4m3, KvLayout::kv_interleaved, false, 16, 1, 8},
+      {"fp8_plain_bs7", DType::fp8_e4m3, KvLayout::kv_separate, false, 7, 2, 3},
+      {"bf16_mla_bs7", DType::bf16, KvLayout::kv_separate, true, 7, 1, 11},
+      {"fp8_mla_bs3", DType::fp8_e4m3, KvLayout::kv_separate, true, 3, 1, 9},
+      {"f32_mla_bs16", DType::f32, KvLayout::kv_separate, true, 16, 1, 6},
   };
   return kinds;
 }

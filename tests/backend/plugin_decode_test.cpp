@@ -26,17 +26,18 @@ struct DecodeCase {
 void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
 
 const std::vector<DecodeCase> kCases = {
-    {"f32_bs1_gqa1", {"", DType::f32, KvLayout::plain, false, 1, 2, 4}, 5, 2, 0, 3},
-    {"bf16_bs3_gqa3", {"", DType::bf16, KvLayout::plain, false, 3, 2, 5}, 7, 6, 0, 2},
-    {"fp8_bs7_gqa4", {"", DType::fp8_e4m3, KvLayout::plain, false, 7, 1, 8}, 9, 4, 0, 4},
-    {"f16_interleaved_bs16", {"", DType::f16, KvLayout::interleaved, false, 16, 2, 6}, 3, 4, 6, 2},
-    {"bf16_interleaved_one_row", {"", DType::bf16, KvLayout::interleaved, false, 3, 2, 4}, 1, 2,
+    {"f32_bs1_gqa1", {"", DType::f32, KvLayout::kv_separate, false, 1, 2, 4}, 5, 2, 0, 3},
+    {"bf16_bs3_gqa3", {"", DType::bf16, KvLayout::kv_separate, false, 3, 2, 5}, 7, 6, 0, 2},
+    {"fp8_bs7_gqa4", {"", DType::fp8_e4m3, KvLayout::kv_separate, false, 7, 1, 8}, 9, 4, 0, 4},
+    {"f16_interleaved_bs16", {"", DType::f16, KvLayout::kv_interleaved, false, 16, 2, 6}, 3, 4, 6,
+     2},
+    {"bf16_interleaved_one_row", {"", DType::bf16, KvLayout::kv_interleaved, false, 3, 2, 4}, 1, 2,
      0, 3},
-    {"fp8_interleaved_bs3", {"", DType::fp8_e4m3, KvLayout::interleaved, false, 3, 2, 4}, 11, 2,
+    {"fp8_interleaved_bs3", {"", DType::fp8_e4m3, KvLayout::kv_interleaved, false, 3, 2, 4}, 11, 2,
      0, 5},
-    {"fp8_mla_bs16", {"", DType::fp8_e4m3, KvLayout::plain, true, 16, 1, 11}, 5, 3, 8, 2},
-    {"bf16_mla_bs7", {"", DType::bf16, KvLayout::plain, true, 7, 1, 9}, 11, 2, 6, 3},
-    {"f32_mla_bs1", {"", DType::f32, KvLayout::plain, true, 1, 1, 6}, 3, 1, 4, 1},
+    {"fp8_mla_bs16", {"", DType::fp8_e4m3, KvLayout::kv_separate, true, 16, 1, 11}, 5, 3, 8, 2},
+    {"bf16_mla_bs7", {"", DType::bf16, KvLayout::kv_separate, true, 7, 1, 9}, 11, 2, 6, 3},
+    {"f32_mla_bs1", {"", DType::f32, KvLayout::kv_separate, true, 1, 1, 6}, 3, 1, 4, 1},
 };
 
 // One decode step's inputs over a cache the test filled, and its twin for the direct call.

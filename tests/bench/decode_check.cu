@@ -47,7 +47,7 @@ const char* plan_name(Plan p) {
 }
 
 struct Spec {
-  KvLayout layout = KvLayout::plain;
+  KvLayout layout = KvLayout::kv_separate;
   DType dtype = DType::bf16;
   int bs = 16, kv_heads = 2, ratio = 4, head_dim = 128, v_dim = 0;
   bool mla = false;  // cache.v = cache.k, V = the first v_dim latent features, written once
@@ -64,7 +64,7 @@ std::string describe(const Spec& s) {
   char b[256];
   std::snprintf(b, sizeof b, "%s%s %s bs=%d kvh=%d G=%d hd=%d vd=%d rows=%zu plan=%s%s",
                 s.mla ? "mla " : "", test::dtype_name(s.dtype),
-                s.layout == KvLayout::plain ? "plain" : "interleaved", s.bs, s.kv_heads, s.ratio,
+                s.layout == KvLayout::kv_separate ? "kv_separate" : "kv_interleaved", s.bs, s.kv_heads, s.ratio,
                 s.head_dim, s.v_dim ? s.v_dim : s.head_dim, s.lens.size(), plan_name(s.plan),
                 s.aligned_rows ? " rows16" : "");
   return b;
@@ -346,7 +346,7 @@ void check_paths(HostCase& h, Tally& t,
 void shapes_and_dtypes(Rng& rng, Tally& t) {
   const int head_dims[] = {128, 12, 64, 5, 24, 40};
   int n = 0;
-  for (KvLayout layout : {KvLayout::plain, KvLayout::interleaved})
+  for (KvLayout layout : {KvLayout::kv_separate, KvLayout::kv_interleaved})
     for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3})
       for (int bs : {1, 3, 7, 16, 32})
         for (int ratio : {1, 4, 8})
@@ -413,7 +413,7 @@ void mla_shapes(Rng& rng, Tally& t) {
           ++n;
           Spec s;
           s.mla = true;
-          s.layout = n % 4 == 0 ? KvLayout::interleaved : KvLayout::plain;
+          s.layout = n % 4 == 0 ? KvLayout::kv_interleaved : KvLayout::kv_separate;
           s.dtype = dt;
           s.bs = bs;
           s.ratio = G;
@@ -436,8 +436,8 @@ void mla_shapes(Rng& rng, Tally& t) {
 void whole_tile_nan(Rng& rng, Tally& t) {
   const Spec shapes[] = {
       // generic + gqa_tc; generic with an odd block size
-      {.layout = KvLayout::interleaved, .bs = 16, .kv_heads = 2, .ratio = 4, .head_dim = 128},
-      {.layout = KvLayout::interleaved, .dtype = DType::f32, .bs = 7, .ratio = 2, .head_dim = 12},
+      {.layout = KvLayout::kv_interleaved, .bs = 16, .kv_heads = 2, .ratio = 4, .head_dim = 128},
+      {.layout = KvLayout::kv_interleaved, .dtype = DType::f32, .bs = 7, .ratio = 2, .head_dim = 12},
       {.bs = 64, .kv_heads = 1, .ratio = 16, .head_dim = 576, .v_dim = 512, .mla = true},
       {.dtype = DType::fp8_e4m3, .kv_heads = 1, .ratio = 16, .head_dim = 576, .v_dim = 512,
        .mla = true, .k_scale = 0.03f, .v_scale = 0.03f}};

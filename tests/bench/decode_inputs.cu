@@ -23,8 +23,8 @@ DecodeInputs make_decode_inputs(const DecodeShape& s, int sets, int max_splits_c
   in.table_stride = table_stride_of(s);
   const int64_t blocks = int64_t(sets) * s.batch * in.table_stride + 1;  // + the null block 0
   in.cache = DevBuf(cache_bytes(s, blocks));
-  in.desc = make_paged_kv(in.cache.as(), KvLayout::plain, s.dtype, int32_t(blocks), s.block_size,
-                          s.kv_heads, s.head_dim);
+  in.desc = make_paged_kv(in.cache.as(), KvLayout::kv_separate, s.dtype, int32_t(blocks),
+                          s.block_size, s.kv_heads, s.head_dim);
   if (head_major) {  // within a page [head][entry][feature], same page size
     in.desc.k_stride_head = in.desc.v_stride_head = int64_t(s.block_size) * s.head_dim;
     in.desc.k_stride_token = in.desc.v_stride_token = s.head_dim;

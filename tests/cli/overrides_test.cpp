@@ -133,17 +133,22 @@ TEST(ResultFileName, StaysInsideTheOutputFolder) {
 }
 
 TEST(DeviceFactory, HostAlwaysAutoFallsBackCudaExplains) {
-  EXPECT_EQ(make_device("host")->name(), "host");
+  EXPECT_EQ(make_device(DeviceKind::host)->name(), "host");
   if (!cuda_device_available()) {
-    EXPECT_EQ(make_device("auto")->name(), "host");
+    EXPECT_EQ(make_device(DeviceKind::automatic)->name(), "host");
     try {
-      make_device("cuda");
+      make_device(DeviceKind::cuda);
       FAIL() << "expected DeviceUnavailable";
     } catch (const DeviceUnavailable& e) {
       EXPECT_NE(std::string(e.what()).find("--device host"), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(make_device("tpu"), std::invalid_argument);
+}
+
+TEST(DeviceFactory, KindsAreSpeltAsDeviceAcceptsThem) {
+  EXPECT_STREQ(to_string(DeviceKind::host), "host");
+  EXPECT_STREQ(to_string(DeviceKind::cuda), "cuda");
+  EXPECT_STREQ(to_string(DeviceKind::automatic), "auto");
 }
 
 }  // namespace

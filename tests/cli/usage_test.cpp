@@ -49,6 +49,17 @@ TEST_F(Usage, BadOptionValuesExit2AndRunNothing) {
   EXPECT_TRUE(files_under("results").empty());
 }
 
+TEST_F(Usage, UnknownDeviceNamesTheOptionAndTheDevices) {
+  write("tiny.json", kTinyScenario);
+  CliRun r = kvcheck("run tiny.json --device tpu");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--device")) << r.err;
+  EXPECT_TRUE(contains(r.err, R"(unknown device "tpu"; expected one of "host", "cuda", "auto")"))
+      << r.err;
+  CliRun typo = kvcheck("run tiny.json --device cdua");
+  EXPECT_TRUE(contains(typo.err, R"(did you mean "cuda"?)")) << typo.err;
+}
+
 TEST_F(Usage, UnknownRegressionSuggestsTheClosestAndWritesNothing) {
   write("tiny.json", kTinyScenario);
   CliRun r = kvcheck("run tiny.json --regression new-block-not-zeroed");

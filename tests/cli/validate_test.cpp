@@ -41,6 +41,30 @@ TEST_F(Validate, WrongTypeNamesThePointer) {
   EXPECT_TRUE(contains(r.err, "type.json: /workload/requests")) << r.err;
 }
 
+// Renamed values (scenario/old_spellings.h): still valid, with one warning per file on stderr.
+TEST_F(Validate, OldSpellingsWarnOncePerFileAndStillValidate) {
+  write("old.json", R"({"format": 1, "model": {"layers": 1},
+                        "cache": {"layout": "plain", "pool": "separate"},
+                        "workload": {"requests": 2, "prompt_len": 4, "new_tokens": 2}})");
+  write("new.json", R"({"format": 1, "model": {"layers": 1},
+                        "cache": {"layout": "kv_separate", "pool": "per_layer"},
+                        "workload": {"requests": 2, "prompt_len": 4, "new_tokens": 2}})");
+  CliRun r = kvcheck("validate old.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("ok old.json\n")) << r.out;
+  EXPECT_EQ(r.err,
+            "warning: old.json: deprecated spellings, read as the new ones: /cache/layout "
+            "\"plain\" is now \"kv_separate\"; /cache/pool \"separate\" is now \"per_layer\"; "
+            "rename them in the file\n");
+  CliRun now = kvcheck("validate new.json");
+  EXPECT_EQ(now.exit_code, 0) << now.err;
+  EXPECT_EQ(now.err, "");
+  CliRun run = kvcheck("run old.json new.json -q --out out");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find("deprecated"), run.err.rfind("deprecated")) << run.err;
+  EXPECT_TRUE(contains(run.err, "warning: old.json: deprecated spellings")) << run.err;
+}
+
 TEST_F(Validate, MissingFileIsBadInput) {
   CliRun r = kvcheck("validate nowhere.json");
   EXPECT_EQ(r.exit_code, 2);

@@ -163,7 +163,7 @@ TEST(HostDevice, OpsDispatchToTheHostOps) {
   // fill_blocks through the device, on a bf16 interleaved cache of 3 blocks.
   const int32_t nb = 3, bs = 2, kvh = 1, hd = 4;
   void* base = d.alloc(layer_cache_bytes(nb, bs, kvh, hd, DType::bf16));
-  const PagedKv c = make_paged_kv(base, KvLayout::interleaved, DType::bf16, nb, bs, kvh, hd);
+  const PagedKv c = make_paged_kv(base, KvLayout::kv_interleaved, DType::bf16, nb, bs, kvh, hd);
   const int32_t ids[1] = {1};
   int32_t* dev_ids = static_cast<int32_t*>(d.alloc(4));
   d.upload(dev_ids, ids, 4);
@@ -259,7 +259,7 @@ TEST(HostDevice, MlaDecodeKeepsItsVDimThroughCapture) {
   HostDevice d;  // it runs on host memory: the small host arrays below serve as device buffers
   const int32_t bs = 2, rank = 2, hd = 3, heads = 2;
   void* base = d.alloc(layer_cache_bytes(2, bs, 1, hd, DType::f32));
-  PagedKv c = make_paged_kv(base, KvLayout::plain, DType::f32, 2, bs, 1, hd);
+  PagedKv c = make_paged_kv(base, KvLayout::kv_separate, DType::f32, 2, bs, 1, hd);
   c.v = c.k;
   const float lat[hd] = {0.75f, -1.5f, 4.0f};
   const int64_t slot[1] = {1 * bs + 0};  // block 1, entry 0

@@ -22,7 +22,7 @@ CacheSpec cache(PoolKind pool, DType dtype = DType::bf16) {
   c.num_blocks = 10;
   c.block_size = 16;
   c.dtype = dtype;
-  c.layout = KvLayout::interleaved;
+  c.layout = KvLayout::kv_interleaved;
   c.pool = pool;
   return c;
 }
@@ -74,8 +74,8 @@ TEST(CacheLayout, HybridViewsUseThePoolPageAsTheirBlockStride) {
 TEST(CacheLayout, SeparatePoolGivesEachLayerItsOwnBuffer) {
   ModelSpec m = hybrid_model();
   m.layers = {LayerKind::attention, LayerKind::mla};
-  CacheSpec c = cache(PoolKind::separate, DType::fp8_e4m3);
-  c.layout = KvLayout::plain;
+  CacheSpec c = cache(PoolKind::per_layer, DType::fp8_e4m3);
+  c.layout = KvLayout::kv_separate;
   c.k_scale = 0.5f;
   c.v_scale = 0.25f;
   const CacheLayoutPlan plan = plan_cache_layout(m, c);

@@ -66,7 +66,7 @@ TEST(CoverageCounters, OnlyBlocksHandedToTheKvTablesCountAsRecycled) {
   Scenario s = small_scenario();
   s.model.layers = {LayerKind::attention, LayerKind::linear};
   s.cache.pool = PoolKind::hybrid;  // state and KV in one buffer, as seed 000 has them
-  s.cache.layout = KvLayout::interleaved;
+  s.cache.layout = KvLayout::kv_interleaved;
   s.cache.num_blocks = 5;  // 4 usable: 2 KV blocks + 1 state block per request
   const std::vector<Request> rs = {request(0, 6, 2)};
   const std::vector<EpochCounters> c = run(s, rs, 3);

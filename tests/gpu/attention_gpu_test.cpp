@@ -174,11 +174,11 @@ TEST_F(GpuAttention, PagedDecodeMatchesHost) {
   const DType dtypes[] = {DType::bf16, DType::f16, DType::f32, DType::fp8_e4m3};
   for (const AttnShape& sh : kAttnShapes)
     for (DType t : dtypes)
-      for (KvLayout layout : {KvLayout::plain, KvLayout::interleaved})
+      for (KvLayout layout : {KvLayout::kv_separate, KvLayout::kv_interleaved})
         for (int32_t bs : {1, 3, 7, 16})
           for (bool stale_tail : {false, true}) {
             SCOPED_TRACE(describe(sh) + " " + test::dtype_name(t) +
-                         (layout == KvLayout::plain ? " plain" : " interleaved") + " bs " +
+                         (layout == KvLayout::kv_separate ? " plain" : " interleaved") + " bs " +
                          std::to_string(bs) + (stale_tail ? " stale tail" : ""));
             const std::vector<int32_t> lens = {5, 0, 1, bs * 3 + 1, 37, bs};  // row 1 padded
             const int32_t rows = static_cast<int32_t>(lens.size());

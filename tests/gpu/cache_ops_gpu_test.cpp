@@ -18,13 +18,14 @@ struct CacheShape {
 
 constexpr CacheShape kShapes[] = {{1, 8, false}, {2, 24, false}, {1, 40, true}, {1, 576, true}};
 constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3};
-constexpr KvLayout kLayouts[] = {KvLayout::plain, KvLayout::interleaved};
+constexpr KvLayout kLayouts[] = {KvLayout::kv_separate, KvLayout::kv_interleaved};
 constexpr int32_t kBlockSizes[] = {1, 3, 7, 16};
 
 std::string config(DType t, KvLayout l, int32_t bs, const CacheShape& s) {
   std::ostringstream o;
-  o << test::dtype_name(t) << (l == KvLayout::plain ? " plain" : " interleaved") << " bs " << bs
-    << " kv_heads " << s.kv_heads << " head_dim " << s.head_dim << (s.mla ? " (mla)" : "");
+  o << test::dtype_name(t) << (l == KvLayout::kv_separate ? " kv_separate" : " kv_interleaved")
+    << " bs " << bs << " kv_heads " << s.kv_heads << " head_dim " << s.head_dim
+    << (s.mla ? " (mla)" : "");
   return o.str();
 }
 

@@ -221,7 +221,7 @@ inline ::testing::AssertionResult close_scalars(const std::vector<float>& h,
 
 struct TwinCache {
   Twin mem;
-  KvLayout layout = KvLayout::plain;
+  KvLayout layout = KvLayout::kv_separate;
   DType dtype = DType::f32;
   int32_t num_blocks = 0, block_size = 0, kv_heads = 0, head_dim = 0;
   float k_scale = 1.0f, v_scale = 1.0f;

@@ -9,7 +9,7 @@ namespace kv::test {
 namespace {
 
 const DType kDtypes[] = {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3};
-const KvLayout kLayouts[] = {KvLayout::plain, KvLayout::interleaved};
+const KvLayout kLayouts[] = {KvLayout::kv_separate, KvLayout::kv_interleaved};
 
 // Runs `body(layout, dtype, block_size)` on both layouts, every cache dtype and block sizes 1 to 16.
 template <class Body>
@@ -27,7 +27,8 @@ void for_each_cache_shape(Body body) {
 int64_t elem_index(KvLayout layout, int32_t num_blocks, int64_t page, int32_t kvh, int32_t hd,
                    bool is_v, int64_t block, int64_t entry, int64_t head, int64_t feat) {
   const int64_t in_page = entry * kvh * hd + head * hd + feat;
-  if (layout == KvLayout::plain) return (is_v ? num_blocks * page : 0) + block * page + in_page;
+  if (layout == KvLayout::kv_separate)
+    return (is_v ? num_blocks * page : 0) + block * page + in_page;
   return block * 2 * page + (is_v ? page : 0) + in_page;
 }
 
@@ -110,7 +111,7 @@ TEST(GatherKv, EqualsLogicalContextOnBothLayouts) {
     host::gather_kv(g);
     const bool same = memcmp(kb.data(), ko.data(), kb.size() * 4) == 0 &&
                       memcmp(vb.data(), vo.data(), vb.size() * 4) == 0;
-    EXPECT_EQ(same, layout == KvLayout::plain);
+    EXPECT_EQ(same, layout == KvLayout::kv_separate);
   });
 }
 
@@ -152,7 +153,7 @@ TEST(WriteKv, NullVWritesKOnlyAndLeavesVMemoryUntouched) {
 TEST(WriteKv, MlaLatentCacheWithVAliasingK) {
   Rng rng(14);
   const int32_t nb = 4, bs = 3, hd = 24, tokens = 5;
-  TestCache c = make_test_cache(KvLayout::plain, DType::fp8_e4m3, nb, bs, 1, hd);
+  TestCache c = make_test_cache(KvLayout::kv_separate, DType::fp8_e4m3, nb, bs, 1, hd);
   c.desc.v = c.desc.k;
   c.desc.k_scale = c.desc.v_scale = 0.05f;
   const std::vector<float> lat = random_floats(rng, tokens * hd, -4, 4);
@@ -251,7 +252,7 @@ TEST(FillBlocks, WritesTheDtypeCodesIntoListedBlocksOnly) {
 TEST(FillBlocks, RandomBitsAreDeterministicPerSeedAndBlock) {
   const int32_t nb = 5, bs = 7, kvh = 1, hd = 16;
   auto run = [&](uint64_t seed, std::vector<int32_t> ids) {
-    TestCache c = make_test_cache(KvLayout::interleaved, DType::bf16, nb, bs, kvh, hd);
+    TestCache c = make_test_cache(KvLayout::kv_interleaved, DType::bf16, nb, bs, kvh, hd);
     host::fill_blocks(FillBlocksArgs{c.desc, ids.data(), static_cast<int32_t>(ids.size()),
                                      FillPattern::random_bits, seed});
     return c.storage;
@@ -267,7 +268,7 @@ TEST(FillBlocks, RandomBitsAreDeterministicPerSeedAndBlock) {
   EXPECT_NE(memcmp(pa + 2 * 2 * page_bytes, pa + (2 * 2 + 1) * page_bytes, page_bytes),
             0);  // K != V
   // Unlisted block 3 keeps its poison.
-  const TestCache fresh = make_test_cache(KvLayout::interleaved, DType::bf16, nb, bs, kvh, hd);
+  const TestCache fresh = make_test_cache(KvLayout::kv_interleaved, DType::bf16, nb, bs, kvh, hd);
   EXPECT_EQ(memcmp(pa + 3 * 2 * page_bytes,
                    reinterpret_cast<const char*>(fresh.storage.data()) + 3 * 2 * page_bytes,
                    2 * page_bytes),

@@ -75,7 +75,7 @@ TEST(Fp8Cache, RoundThroughScaledMatchesWriteThenLoadBitForBit) {
                     1e30f, INFINITY, -INFINITY, NAN})
       xs.push_back(x);
     const int32_t n = static_cast<int32_t>(xs.size()), bs = 16, nb = (n + bs - 1) / bs;
-    TestCache c = make_test_cache(KvLayout::plain, DType::fp8_e4m3, nb, bs, 1, 1);
+    TestCache c = make_test_cache(KvLayout::kv_separate, DType::fp8_e4m3, nb, bs, 1, 1);
     c.desc.v = c.desc.k;  // MLA-style: written once, K only
     c.desc.k_scale = c.desc.v_scale = scale;
     std::vector<int64_t> slots(n);

@@ -30,15 +30,15 @@ struct Pool {
 };
 
 PagedKv bf16_kv_view(Pool& p) {
-  PagedKv c = make_paged_kv(p.base(), KvLayout::interleaved, DType::bf16, kBlocks, kBlockSize, 1,
+  PagedKv c = make_paged_kv(p.base(), KvLayout::kv_interleaved, DType::bf16, kBlocks, kBlockSize, 1,
                             kKvHeadDim);  // v = k + one K page
   c.k_stride_block = c.v_stride_block = kPageBytes / 2;
   return c;
 }
 
 PagedKv fp8_mla_view(Pool& p) {
-  PagedKv c = make_paged_kv(p.base(), KvLayout::plain, DType::fp8_e4m3, kBlocks, kBlockSize, 1,
-                            kRank + kRope);
+  PagedKv c = make_paged_kv(p.base(), KvLayout::kv_separate, DType::fp8_e4m3, kBlocks,
+                            kBlockSize, 1, kRank + kRope);
   c.k_stride_block = c.v_stride_block = kPageBytes;
   c.v = c.k;  // V is the latent K
   c.k_scale = c.v_scale = kLatentScale;
@@ -160,7 +160,7 @@ TestCache make_padded_cache(DType dt, int32_t nb, int32_t bs, int32_t kvh, int32
   const size_t bytes = size_t(nb * stride) * dtype_size(dt);
   c.storage.resize((bytes + 7) / 8);
   host::fill_pattern(c.storage.data(), bytes, FillPattern::nan, dt, 0, 0);
-  c.desc = make_paged_kv(c.storage.data(), KvLayout::interleaved, dt, nb, bs, kvh, hd);
+  c.desc = make_paged_kv(c.storage.data(), KvLayout::kv_interleaved, dt, nb, bs, kvh, hd);
   c.desc.k_stride_block = c.desc.v_stride_block = stride;
   return c;
 }
@@ -232,8 +232,8 @@ TEST(HybridPool, InterleavedAndPaddedLayoutsGiveThePlainLayoutsResults) {
           v.push_back(random_floats(rng, size_t(len) * kvh * hd));
         }
         const std::vector<float> q = random_floats(rng, lens.size() * q_heads * hd);
-        TestCache plain = make_test_cache(KvLayout::plain, dt, nb, bs, kvh, hd);
-        TestCache inter = make_test_cache(KvLayout::interleaved, dt, nb, bs, kvh, hd);
+        TestCache plain = make_test_cache(KvLayout::kv_separate, dt, nb, bs, kvh, hd);
+        TestCache inter = make_test_cache(KvLayout::kv_interleaved, dt, nb, bs, kvh, hd);
         TestCache padded = make_padded_cache(dt, nb, bs, kvh, hd, 5);
         for (TestCache* c : {&plain, &inter, &padded})
           if (dt == DType::fp8_e4m3) c->desc.k_scale = 0.25f, c->desc.v_scale = 0.125f;

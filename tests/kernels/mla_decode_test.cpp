@@ -33,7 +33,7 @@ MlaCase make_case(const MlaSetup& s, Rng& rng) {
   const int32_t maxlen = std::max(1, *std::max_element(s.lens.begin(), s.lens.end()));
   const int32_t stride = (maxlen + bs - 1) / bs + 2;
   const int32_t nb = blocks_needed(s.lens, bs) + 3;
-  c.storage = make_test_cache(KvLayout::plain, s.dtype, nb, bs, 1, hd);
+  c.storage = make_test_cache(KvLayout::kv_separate, s.dtype, nb, bs, 1, hd);
   PagedKv& cache = c.storage.desc;
   cache.v = cache.k;
   cache.k_scale = cache.v_scale = s.k_scale;

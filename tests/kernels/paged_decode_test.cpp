@@ -11,7 +11,7 @@ namespace {
 enum class SplitPlan { one, many, past_end };
 
 struct DecodeSetup {
-  KvLayout layout = KvLayout::plain;
+  KvLayout layout = KvLayout::kv_separate;
   DType dtype = DType::f32;
   int32_t block_size = 16;
   int32_t kv_heads = 2, ratio = 1, head_dim = 12;
@@ -128,7 +128,7 @@ void check_case(DecodeCase& c) {
 TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans) {
   Rng rng(21);
   int cases = 0;
-  for (KvLayout layout : {KvLayout::plain, KvLayout::interleaved})
+  for (KvLayout layout : {KvLayout::kv_separate, KvLayout::kv_interleaved})
     for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::fp8_e4m3})
       for (int32_t bs : {1, 3, 7, 16})
         for (int32_t rows : {1, 5, 23})
@@ -150,7 +150,8 @@ TEST(PagedDecode, MatchesFloat64ReferenceAcrossShapesLayoutsDtypesAndSplitPlans)
 TEST(PagedDecode, AllRowsPaddedWritesNothing) {
   Rng rng(22);
   DecodeCase c = make_case(
-      DecodeSetup{KvLayout::plain, DType::bf16, 3, 2, 4, 12, {0, 0, 0}, SplitPlan::many}, rng);
+      DecodeSetup{KvLayout::kv_separate, DType::bf16, 3, 2, 4, 12, {0, 0, 0}, SplitPlan::many},
+      rng);
   host::paged_decode(c.args());
   for (float x : c.out) ASSERT_TRUE(is_poison(x));
   for (float x : c.partial_out) ASSERT_TRUE(is_poison(x));
@@ -164,8 +165,8 @@ TEST(PagedDecode, StaleNanInTheLastBlocksTailReachesTheOutput) {
     SCOPED_TRACE(int(plan));
     Rng rng(23);
     const int32_t bs = 16, len = 2 * bs + 3;
-    DecodeCase c =
-        make_case(DecodeSetup{KvLayout::interleaved, DType::bf16, bs, 2, 2, 12, {len}, plan}, rng);
+    DecodeCase c = make_case(
+        DecodeSetup{KvLayout::kv_interleaved, DType::bf16, bs, 2, 2, 12, {len}, plan}, rng);
     const int32_t last = c.table[(len - 1) / bs];
     PagedKv& d = c.cache.desc;
     store_from_f32(d.v, v_offset(d, last, bs - 3, 0, 5), d.dtype, NAN);
@@ -190,7 +191,7 @@ TEST(PagedDecode, NeverReadsTableEntriesPastTheSequence) {
   for (int32_t bs : {1, 3, 16}) {
     DecodeCase c = make_case(
         DecodeSetup{
-            KvLayout::plain, DType::f32, bs, 1, 1, 12, {2 * bs, bs, 1}, SplitPlan::past_end},
+            KvLayout::kv_separate, DType::f32, bs, 1, 1, 12, {2 * bs, bs, 1}, SplitPlan::past_end},
         rng);
     ASSERT_EQ(c.table[2], 0);  // the entry after row 0's two blocks: poisoned block 0
     host::paged_decode(c.args());
@@ -200,8 +201,8 @@ TEST(PagedDecode, NeverReadsTableEntriesPastTheSequence) {
 
 TEST(PagedDecode, MoreSplitsThanTheWorkspaceIsRejected) {
   Rng rng(25);
-  DecodeCase c =
-      make_case(DecodeSetup{KvLayout::plain, DType::f32, 3, 1, 1, 12, {10}, SplitPlan::many}, rng);
+  DecodeCase c = make_case(
+      DecodeSetup{KvLayout::kv_separate, DType::f32, 3, 1, 1, 12, {10}, SplitPlan::many}, rng);
   c.meta[1] = c.max_splits + 1;
   EXPECT_THROW(host::paged_decode(c.args()), std::invalid_argument);
 }

@@ -71,7 +71,7 @@ Scenario with_regression(Regression r) {
   s.regressions = RegressionSet{r};
   s.faults.freed_blocks = PoisonPattern::nan;
   s.cache.dtype = DType::fp8_e4m3;
-  s.cache.layout = KvLayout::interleaved;
+  s.cache.layout = KvLayout::kv_interleaved;
   return s;
 }
 
@@ -129,7 +129,7 @@ TEST(Coverage, SettingsThatRuleARegressionOutAreNamedByTheirField) {
 
   s = with_regression(Regression::gather_assumes_contiguous);
   EXPECT_TRUE(coverage_gaps(s, all).empty());
-  s.cache.layout = KvLayout::plain;
+  s.cache.layout = KvLayout::kv_separate;
   ASSERT_EQ(coverage_gaps(s, all).size(), 1u);
   EXPECT_EQ(coverage_gaps(s, all)[0].mechanism, "cache.layout");
 

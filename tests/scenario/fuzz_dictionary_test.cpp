@@ -1,6 +1,6 @@
 // fuzz_dictionary_test.cpp — the fuzzer's dictionary (tests/fuzz/scenario.dict) names every key of
-// the field table and every spelling of every choice, so that a field added to the format is
-// fuzzed from its first day.
+// the field table and every spelling of every choice (old spellings too), so that a field added
+// to the format is fuzzed from its first day.
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -33,6 +33,10 @@ TEST(FuzzDictionary, NamesEveryKeyAndEveryChoice) {
           EXPECT_NE(dict.find("=\"\\\"" + choice + "\\\"\"\n"), std::string::npos)
               << "tests/fuzz/scenario.dict lacks the choice \"" << choice << "\" of "
               << field.pointer;
+    for (const RenamedChoice& r : field.renamed)
+      EXPECT_NE(dict.find("=\"\\\"" + r.old_name + "\\\"\"\n"), std::string::npos)
+          << "tests/fuzz/scenario.dict lacks the old spelling \"" << r.old_name << "\" of "
+          << field.pointer;
   }
 }
 

@@ -31,7 +31,7 @@ constexpr std::string_view kFull = R"({
   "model": {"layers": ["attention", "attention", "attention"], "num_q_heads": 8,
             "num_kv_heads": 2, "head_dim": 32, "hidden_size": 128, "vocab_size": 300,
             "weight_seed": 7},
-  "cache": {"num_blocks": 100, "block_size": 8, "dtype": "f16", "layout": "interleaved"},
+  "cache": {"num_blocks": 100, "block_size": 8, "dtype": "f16", "layout": "kv_interleaved"},
   "engine": {"max_running_requests": 16, "max_tokens_per_step": 512, "prefix_caching": false,
              "zero_new_blocks": ["mla"],
              "cuda_graphs": {"mode": "decode", "capture_sizes": [1, 2, 4, 8, 16]},
@@ -63,7 +63,7 @@ TEST(ParseScenario, FullScenarioSetsEveryField) {
   EXPECT_EQ(s.cache.num_blocks, 100);
   EXPECT_EQ(s.cache.block_size, 8);
   EXPECT_EQ(s.cache.dtype, DType::f16);
-  EXPECT_EQ(s.cache.layout, KvLayout::interleaved);
+  EXPECT_EQ(s.cache.layout, KvLayout::kv_interleaved);
 
   EXPECT_EQ(s.engine.max_running_requests, 16);
   EXPECT_EQ(s.engine.max_tokens_per_step, 512);
@@ -116,8 +116,8 @@ TEST(ParseScenario, MinimalScenarioGetsEveryDefault) {
   EXPECT_EQ(s.cache.num_blocks, 64);
   EXPECT_EQ(s.cache.block_size, 16);
   EXPECT_EQ(s.cache.dtype, DType::bf16);
-  EXPECT_EQ(s.cache.layout, KvLayout::plain);
-  EXPECT_EQ(s.cache.pool, PoolKind::separate);
+  EXPECT_EQ(s.cache.layout, KvLayout::kv_separate);
+  EXPECT_EQ(s.cache.pool, PoolKind::per_layer);
   EXPECT_EQ(s.cache.k_scale, 1.0f);
   EXPECT_EQ(s.cache.v_scale, 1.0f);
   EXPECT_EQ(s.engine.max_running_requests, 8);
@@ -148,7 +148,7 @@ constexpr std::string_view kHybridFp8 = R"({
   "format": 1,
   "model": {"layers": ["attention", "linear", "mla", "linear"], "kv_lora_rank": 128,
             "qk_rope_dim": 0},
-  "cache": {"dtype": "fp8_e4m3", "layout": "interleaved", "pool": "hybrid", "k_scale": 0.25,
+  "cache": {"dtype": "fp8_e4m3", "layout": "kv_interleaved", "pool": "hybrid", "k_scale": 0.25,
             "v_scale": 4},
   "engine": {"prefix_caching": false}
 })";
@@ -160,7 +160,7 @@ TEST(ParseScenario, HybridFp8ScenarioSetsEveryNewField) {
   EXPECT_EQ(s.model.kv_lora_rank, 128);
   EXPECT_EQ(s.model.qk_rope_dim, 0);  // an MLA without a positional key part
   EXPECT_EQ(s.cache.dtype, DType::fp8_e4m3);
-  EXPECT_EQ(s.cache.layout, KvLayout::interleaved);
+  EXPECT_EQ(s.cache.layout, KvLayout::kv_interleaved);
   EXPECT_EQ(s.cache.pool, PoolKind::hybrid);
   EXPECT_EQ(s.cache.k_scale, 0.25f);
   EXPECT_EQ(s.cache.v_scale, 4.0f);  // an integral number is a number too
@@ -172,7 +172,7 @@ TEST(ParseScenario, MlaLayersGetTheDefaultDimensions) {
   EXPECT_EQ(s.model.layers, std::vector<LayerKind>(2, LayerKind::mla));
   EXPECT_EQ(s.model.kv_lora_rank, 512);
   EXPECT_EQ(s.model.qk_rope_dim, 64);
-  EXPECT_EQ(s.cache.pool, PoolKind::separate);
+  EXPECT_EQ(s.cache.pool, PoolKind::per_layer);
 }
 
 TEST(ParseScenario, MlaDimensionsAtTheirBounds) {
@@ -187,13 +187,13 @@ TEST(ParseScenario, MlaDimensionsAtTheirBounds) {
   EXPECT_EQ(hi.model.qk_rope_dim, 256);
 }
 
-TEST(ParseScenario, HybridPoolWithoutAttentionLayersMayKeepThePlainLayout) {
+TEST(ParseScenario, HybridPoolWithoutAttentionLayersMayKeepTheKvSeparateLayout) {
   // Only attention layers split a block into K and V; MLA caches one latent row per token.
   const Scenario s = parse_ok(R"({"format": 1, "model": {"layers": ["mla", "linear"]},
                                   "cache": {"pool": "hybrid"},
                                   "engine": {"prefix_caching": false}})");
   EXPECT_EQ(s.cache.pool, PoolKind::hybrid);
-  EXPECT_EQ(s.cache.layout, KvLayout::plain);
+  EXPECT_EQ(s.cache.layout, KvLayout::kv_separate);
 }
 
 // Prefix caching on a hybrid pool: hits share the KV blocks and recompute the linear layers'
@@ -203,7 +203,7 @@ TEST(ParseScenario, HybridPoolWithPrefixCaching) {
                                   "cache": {"pool": "hybrid"}})");
   EXPECT_TRUE(s.engine.prefix_caching);
   const Scenario w = parse_ok(R"({"format": 1, "model": {"layers": ["linear", "attention"]},
-                                  "cache": {"pool": "hybrid", "layout": "interleaved"},
+                                  "cache": {"pool": "hybrid", "layout": "kv_interleaved"},
                                   "engine": {"prefix_caching": true}})");
   EXPECT_TRUE(w.engine.prefix_caching);
 }
@@ -286,8 +286,9 @@ TEST(ParseScenario, EnumsPrintAsTheyAreSpelt) {
   EXPECT_STREQ(to_string(DType::bf16), "bf16");
   EXPECT_STREQ(to_string(DType::fp8_e4m3), "fp8_e4m3");
   EXPECT_STREQ(to_string(LayerKind::linear), "linear");
-  EXPECT_STREQ(to_string(KvLayout::interleaved), "interleaved");
-  EXPECT_STREQ(to_string(PoolKind::separate), "separate");
+  EXPECT_STREQ(to_string(KvLayout::kv_separate), "kv_separate");
+  EXPECT_STREQ(to_string(KvLayout::kv_interleaved), "kv_interleaved");
+  EXPECT_STREQ(to_string(PoolKind::per_layer), "per_layer");
   EXPECT_STREQ(to_string(PoolKind::hybrid), "hybrid");
   EXPECT_STREQ(to_string(GraphMode::decode), "decode");
   EXPECT_STREQ(to_string(PoisonPattern::random_bits), "random");
