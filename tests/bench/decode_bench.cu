@@ -6,7 +6,7 @@
 //   kvbench_decode [--json FILE] [--batches 1,16,64,128] [--contexts 1024,8192,32768]
 //                  [--splits 1,2,4,...] [--only gqa|mla]
 //                  [--path automatic|generic|gqa_tc|mla_tc|mla_wgmma]
-//                  [--mla-block-size 64] [--mla-dtype bf16|fp8] [--samples 7]
+//                  [--mla-block-size 64] [--mla-heads 128] [--mla-dtype bf16|fp8] [--samples 7]
 //                  [--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]
 //   kvbench_decode --check [--seed N] [--path P] [--verbose]   (--path: that path alone)
 //
@@ -41,6 +41,7 @@ struct Options {
   std::string only;  // "", "gqa" or "mla"
   std::vector<int> batches = {1, 16, 64, 128}, contexts = {1024, 8192, 32768};
   int mla_block_size = 64;
+  int mla_heads = 128;  // query heads over the one latent head (scenarios/gpu/ has 64)
   std::string mla_dtype;  // "", "bf16" or "fp8": MLA cache types to run (both when empty)
   RunOptions run;
 };
@@ -49,7 +50,7 @@ struct Options {
   std::fprintf(stderr,
                "kvbench_decode: %s\nusage: kvbench_decode [--json FILE] [--batches LIST] "
                "[--contexts LIST] [--splits LIST] [--only gqa|mla] [--path P] "
-               "[--mla-block-size N] [--mla-dtype bf16|fp8] [--samples N] "
+               "[--mla-block-size N] [--mla-heads N] [--mla-dtype bf16|fp8] [--samples N] "
                "[--tables shuffled|sequential] [--page-layout nhd|hnd] [--quick]\n"
                "       kvbench_decode --check "
                "[--seed N] [--path P] [--verbose]\n",
@@ -76,6 +77,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--splits") o.run.splits = parse_list(value());
     else if (a == "--path") o.run.path = value();
     else if (a == "--mla-block-size") o.mla_block_size = std::atoi(value());
+    else if (a == "--mla-heads") {
+      o.mla_heads = std::atoi(value());
+      if (o.mla_heads < 1) usage("--mla-heads takes a positive number of query heads");
+    }
     else if (a == "--mla-dtype") {
       o.mla_dtype = value();
       if (o.mla_dtype != "bf16" && o.mla_dtype != "fp8") usage("--mla-dtype takes bf16 or fp8");
@@ -208,7 +213,7 @@ std::vector<DecodeShape> shapes(const Options& o) {
           s.kind = "mla";
           s.dtype = dt;
           s.batch = b, s.context = ctx;
-          s.q_heads = 128, s.kv_heads = 1, s.head_dim = 576, s.v_dim = 512;
+          s.q_heads = o.mla_heads, s.kv_heads = 1, s.head_dim = 576, s.v_dim = 512;
           s.block_size = o.mla_block_size;
           s.latent = true;
           s.kv_scale = dt == DType::fp8_e4m3 ? 1.0f / 16.0f : 1.0f;
