@@ -42,7 +42,7 @@ import kvcheck_lib as kv
 RENAMED = {
     "plain": "kv_separate",
     "interleaved": "kv_interleaved",
-    "separate": None,  # the pool kind (PoolKind::separate): its new name is not chosen yet
+    "separate": "per_layer",  # the pool kind (cache.pool)
 }
 
 # Fields (JSON pointers) that differ between two builds by nature: where the files were and what
@@ -208,6 +208,11 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="scenarios at once (default 1)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run (default 3600)")
     ap.add_argument("--keep", help="keep every run's result folder under this folder")
+    ap.add_argument("--before-scenarios", metavar="DIR",
+                    help="the earlier binary reads each scenario from DIR instead (the same path "
+                         "relative to scenarios/): the scenario files as they were at its commit, "
+                         "e.g. `git archive COMMIT scenarios | tar -x -C DIR --strip-components=1`, "
+                         "where the format's spellings changed since")
     ap.add_argument("scenarios", nargs="*", help="scenario files or folders (default scenarios/)")
     a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     for name, path in (("--before", a.before), ("--after", a.after)):
@@ -222,16 +227,26 @@ def main():
     for path, skip in found:
         entries += [(path, skip, None)] if skip else [(path, None, plan) for plan in plans]
 
+    def before_path(path):
+        if not a.before_scenarios:
+            return path
+        try:
+            rel = pathlib.Path(path).resolve().relative_to(kv.SCENARIOS.resolve())
+        except ValueError:
+            usage_error(f"--before-scenarios: {path} is not under {kv.SCENARIOS}")
+        return pathlib.Path(a.before_scenarios) / rel
+
     def pair(entry):
         path, skip, plan = entry
         if skip:
             return entry, None
         _, i, before_args, after_args = plan
         slug = kv.scenario_name(path).strip("/").replace("/", "_")[:-len(".json")]
-        runs = [kv.run_scenario(binary, path, work / side / str(i) / slug,
+        runs = [kv.run_scenario(binary, where, work / side / str(i) / slug,
                                 ["--device", a.device, *args, *extra], timeout=a.timeout)
-                for side, binary, args in (("before", a.before, before_args),
-                                           ("after", a.after, after_args))]
+                for side, binary, where, args in (
+                    ("before", a.before, before_path(path), before_args),
+                    ("after", a.after, path, after_args))]
         return entry, runs
 
     start = time.monotonic()
