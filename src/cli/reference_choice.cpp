@@ -51,8 +51,9 @@ ReferenceSetup choose_reference(Scenario& s, ReferenceRequest requested, const D
   }
   const ReferencePlan plan = plan_reference(
       s, requested, run_on_cuda, [&] { return room_for_reference(s, device, budget); });
-  if (!plan.refusal.empty()) throw MemoryRefused(plan.refusal);
+  // The fallback is said first, also where the sampled reference then does not fit either.
   if (plan.fell_back) spdlog::warn("{}: {}", s.name, plan.mode_reason);
+  if (!plan.refusal.empty()) throw MemoryRefused(plan.refusal);
   ReferenceSetup setup;
   setup.mode_reason = plan.mode_reason;
   if (plan.device == ReferenceDevice::host) return setup;

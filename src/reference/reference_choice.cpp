@@ -49,9 +49,7 @@ void resolve_gpu_mode(Scenario& s, ReferencePlan& plan, int64_t room, bool asked
 }  // namespace
 
 std::string_view reference_device_name(ReferenceDevice d) {
-  for (const auto& e : kReferenceDeviceNames)
-    if (e.value == d) return e.name;
-  return "?";
+  return name_in(kReferenceDeviceNames, d);
 }
 
 bool reference_on_gpu(ReferenceRequest requested, bool run_on_cuda) {
