@@ -4,7 +4,8 @@ precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp; resu
 
   measure: scripts/calibrate-oracle.py measure KVCHECK OUT.json [--device host|cuda]
                [--backend PLUGIN.so] [--seeds 1-100|43-48,53,...]
-               [--dtypes f32,f16,bf16,fp8_e4m3] [--jobs N] [SCENARIO...]
+               [--dtypes f32,f16,bf16,fp8_e4m3] [--jobs N] [--reference-device host]
+               [SCENARIO...]
       Runs every scenario (default: smoke.json, seeds/, regressions/, shapes/ and the
       FlashInfer-shape variants under gpu/seeds/ and gpu/regressions/; not the GPU-scale ones),
       with the cache dtype forced to each dtype (fp8: k_scale 1/16, v_scale 1/4 unless the
@@ -19,7 +20,14 @@ precision), to calibrate the oracle's tolerances (src/check/tolerances.cpp; resu
       least the floor. Then, per scenario, the checks.site_tolerances its own runs in its own
       cache dtype call for (what a model the table does not fit writes into its scenario).
       --exclude leaves a scenario's runs out of the table (not out of its own figures).
-Not a CI job: a calibration is run once and its figures go to results/oracle-calibration.md.
+      Then the op checks (checks.op_drift, docs/oracle.md): per (dtype, site, op precision) the
+      largest error / bound of an op's output against float64 over its own inputs.
+  check:   scripts/calibrate-oracle.py check REC.json... [--min-ratio 0.1]
+      The op bound is a check of the formula, not calibrated: exit 1 if a (dtype, site, op
+      precision)'s largest error / bound is above 1 (the bound cries wolf) or below --min-ratio
+      (the bound is more than 1/min-ratio times the largest clean error: too loose to catch
+      anything). ctest oracle/op-bound runs it over a few seeds on the host.
+Not a CI job (but for `check` over a few seeds): a calibration is run once and its figures go to results/oracle-calibration.md.
 Runs and reads kvcheck through scripts/kvcheck_lib.py.
 """
 import argparse
@@ -74,8 +82,10 @@ def forced(src, dtype, tmp):
     return rel, path
 
 
-def run_one(kvcheck, path, seed, device, backend, out_dir):
+def run_one(kvcheck, path, seed, device, backend, out_dir, reference_device=None):
     args = ["--device", device, "--seed", str(seed), "--no-regressions", "--expect", "clean"]
+    if reference_device:  # the op checks run beside the CPU reference only
+        args += ["--reference-device", reference_device]
     if backend:
         args += ["--backend", backend]
     p = kv.run_scenario(kvcheck, path, out_dir, args)
@@ -84,13 +94,18 @@ def run_one(kvcheck, path, seed, device, backend, out_dir):
     doc = p.document()
     if doc is None:
         return {"exit": p.code, "error": p.stderr.strip()[-300:]}
-    sites = {}
-    for e in doc["epochs"]:
-        for site, v in e.get("max_rel_error_by_site", {}).items():
-            v = kv.error_value(v)
-            sites[site] = v if math.isnan(v) or site not in sites else max(sites[site], v)
-    return {"exit": p.code, "verdict": doc["verdict"], "sites": sites,
-            "precision": "half_io" if backend else "f32"}
+    def largest(key):
+        sites = {}
+        for e in doc["epochs"]:
+            for site, v in e.get(key, {}).items():
+                v = kv.error_value(v)
+                sites[site] = v if math.isnan(v) or site not in sites else max(sites[site], v)
+        return sites
+    op_precision = "half_io" if backend else "cuda_builtin" if device == "cuda" else "host_f32"
+    return {"exit": p.code, "verdict": doc["verdict"], "sites": largest("max_rel_error_by_site"),
+            "precision": "half_io" if backend else "f32",
+            "op_precision": op_precision, "op_errors": largest("max_op_error_by_site"),
+            "op_ratios": largest("max_op_bound_ratio_by_site")}
 
 
 def measure(a):
@@ -114,7 +129,7 @@ def measure(a):
         pool = concurrent.futures.ThreadPoolExecutor(a.jobs)
         try:
             futs = {pool.submit(run_one, a.kvcheck, path, seed, a.device, a.backend,
-                                tmp / f"out{i % a.jobs}"): (rel, dtype, seed)
+                                tmp / f"out{i % a.jobs}", a.reference_device): (rel, dtype, seed)
                     for i, (rel, dtype, seed, path) in enumerate(jobs)}
             for k, fut in enumerate(concurrent.futures.as_completed(futs)):
                 rel, dtype, seed = futs[fut]
@@ -158,6 +173,61 @@ def round_up(x):
         return 0.0
     e = math.floor(math.log10(x)) - 1
     return math.ceil(x / 10 ** e - 1e-9) * 10 ** e
+
+
+def op_worst(records):
+    """Per (dtype, site, op precision): (largest error / bound, its run, largest op error, runs)."""
+    worst = {}
+    for r in records:
+        if r["exit"] == kv.CANNOT_RUN:
+            continue
+        for site, ratio in r.get("op_ratios", {}).items():
+            key = (r["dtype"], site, r["op_precision"])
+            where = f'{r["scenario"]} seed {r["seed"]} ({r["device"]})'
+            old = worst.get(key, (-1.0, "", 0.0, 0))
+            err = max(old[2], r["op_errors"].get(site, 0.0))
+            best = (ratio, where) if math.isnan(ratio) or ratio > old[0] else old[:2]
+            worst[key] = (*best, err, old[3] + 1)
+    return worst
+
+
+def read_records(files):
+    metas, records = [], []
+    for f in files:
+        doc = json.loads(pathlib.Path(f).read_text())
+        metas.append(doc["meta"])
+        records += doc["records"]
+    return metas, records
+
+
+def op_table(worst, min_ratio):
+    lines = ["| cache dtype | site | op precision | runs | largest error / bound | where | "
+             "largest op error |", "|---|---|---|---|---|---|---|"]
+    bad = []
+    for key in sorted(worst, key=lambda k: (DTYPES.index(k[0]), k[1], k[2])):
+        ratio, where, err, runs = worst[key]
+        flag = ""
+        if not ratio <= 1.0:
+            flag = " **above the bound**"
+        elif ratio < min_ratio:
+            flag = f" **bound over {1 / min_ratio:g}x the error**"
+        if flag:
+            bad.append(f"{' '.join(key)}: {ratio:.3g} ({where})")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {runs} | {ratio:.3g}{flag} | {where} | "
+                     f"{err:.3g} |")
+    return lines, bad
+
+
+def check(a):
+    _, records = read_records(a.records)
+    lines, bad = op_table(op_worst(records), a.min_ratio)
+    print("\n".join(lines))
+    if not lines[2:]:
+        print("no op check figures in the records", file=sys.stderr)
+        return 1
+    for b in bad:
+        print(f"op bound: {b}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def report(a):
@@ -219,8 +289,10 @@ def report(a):
                  for site, v in sorted(per_scenario[scenario].items())}
         own.append(f"- {scenario}{' (excluded from the table)' if scenario in excluded else ''}"
                    f": `{json.dumps(sites)}`")
+    ops, _ = op_table(op_worst(read_records(a.records)[1]), 0.1)
     text = "\n".join(head + [""] + lines) + "\n\n```json\n" + json.dumps(table, indent=1) + \
-        "\n```\n" + "\n".join(own) + "\n"
+        "\n```\n" + "\n".join(own) + "\n\nOp checks (error / bound, docs/oracle.md):\n\n" + \
+        "\n".join(ops) + "\n"
     pathlib.Path(a.out).write_text(text)
     print(text)
     return 1 if unclean else 0
@@ -238,12 +310,16 @@ def main():
     m.add_argument("--seeds", default="1-100")
     m.add_argument("--dtypes", default=",".join(DTYPES))
     m.add_argument("--jobs", type=int, default=2)
+    m.add_argument("--reference-device", help="host: the op checks' figures on a GPU too")
     r = sub.add_parser("report")
     r.add_argument("out")
     r.add_argument("records", nargs="+")
     r.add_argument("--margin", type=float, default=3.0)
     r.add_argument("--floor", type=float, default=2e-3)
     r.add_argument("--exclude", nargs="*", default=[])
+    c = sub.add_parser("check")
+    c.add_argument("records", nargs="+")
+    c.add_argument("--min-ratio", type=float, default=0.1)
     # Scenarios and records may follow the options too (argparse stops a positional list at an
     # option).
     a, rest = ap.parse_known_args()
@@ -253,7 +329,7 @@ def main():
         a.scenarios += rest
     else:
         a.records += rest
-    return measure(a) if a.cmd == "measure" else report(a)
+    return {"measure": measure, "report": report, "check": check}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ namespace kv {
 
 CheckedStep snapshot_step(int64_t step, const StepPlan& plan, StepOutputs&& outputs,
                           const Scheduler& sched) {
-  CheckedStep c{.step = step, .plan = plan, .outputs = std::move(outputs), .requests = {}};
+  CheckedStep c{.step = step, .plan = plan, .outputs = std::move(outputs), .requests = {}, .kv = {}};
   c.requests.reserve(plan.chunks.size());
   for (const ScheduledChunk& chunk : plan.chunks) {
     const Request& r = *sched.find(chunk.request_id);

@@ -13,6 +13,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/step_plan.h"
+#include "check/op_inputs.h"
 
 namespace kv {
 
@@ -23,6 +24,9 @@ struct CheckedStep {
   // Per plan chunk: its request before the step's sampled tokens were recorded. Only the id,
   // the prompt, the output and max_new_tokens are kept (the block table is not the checks').
   std::vector<Request> requests;
+  // The K/V rows the op checks read for the step's checked chunks (op_inputs.h); empty when
+  // checks.op_drift is off.
+  std::vector<ChunkKv> kv;
 };
 
 CheckedStep snapshot_step(int64_t step, const StepPlan& plan, StepOutputs&& outputs,

@@ -59,9 +59,11 @@ void measure_row(const float* got, const double* want, int32_t H, int32_t D, dou
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-                 std::unique_ptr<StepReference> reference)
+                 std::unique_ptr<StepReference> reference, const OpRounding& op_rounding)
     : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)),
-      workers_(default_worker_count()), device_measures_(ref_->measure_on_device()) {}
+      workers_(default_worker_count()), device_measures_(ref_->measure_on_device()) {
+  if (s.checks.op_drift) op_.emplace(s, w, op_rounding, kOpBoundSafety);
+}
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
     : Checker(s, w, drift_tolerances(s, OpPrecision::host_f32),
@@ -71,6 +73,7 @@ Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
 void Checker::begin_epoch(int32_t epoch, int32_t num_requests) {
   epoch_ = epoch;
   ref_->begin_epoch();
+  if (op_) op_->begin_epoch();
   request_bad_.assign(num_requests, 0);
   diverged_.assign(num_requests, 0);
   if (s_.checks.reference == ReferenceMode::full) {
@@ -125,6 +128,30 @@ void Checker::check_attention(const Where& w, int64_t job, const double* errs) {
       fail(wh, CheckKind::drift, err, tol,
            fmt::format("relative L2 error {:.3g} > tolerance {:.3g} (|ref| = {:.3g}, floor {:.3g})",
                        err, tol, l2(want + h * D, D), row_floor(want, H, D)));
+    }
+  }
+}
+
+void Checker::check_op(const Where& w, const OpRowError* heads) {
+  const int32_t H = s_.model.num_q_heads;
+  const size_t site = static_cast<size_t>(w.site);
+  for (int32_t h = 0; h < H; ++h) {
+    const OpRowError& e = heads[h];
+    if (std::isnan(e.error)) continue;  // not finite: the end-to-end check reports it as such
+    const double rel = e.error / std::max(e.norm, 1e-30);
+    const double ratio = e.bound > 0.0 ? e.error / e.bound : (e.error > 0.0 ? INFINITY : 0.0);
+    stats_.site_max_op_error[site] = std::max(stats_.site_max_op_error[site], rel);
+    stats_.site_max_op_bound_ratio[site] = std::max(stats_.site_max_op_bound_ratio[site], ratio);
+    if (!(e.error <= e.bound)) {
+      Where wh = w;
+      wh.head = h;
+      const OpRounding& r = op_->rounding();
+      fail(wh, CheckKind::op_drift, rel, e.bound / std::max(e.norm, 1e-30),
+           fmt::format("the op's output is {:.3g} (relative L2) from float64 over its own inputs "
+                       "({} keys), above its bound {:.3g} = {:g} x E (u_q {:.3g}, u_kv {:.3g}, "
+                       "u_p {:.3g}, u_out {:.3g} x{}, u_acc {:.3g}; docs/oracle.md)",
+                       rel, w.position + 1, e.bound / std::max(e.norm, 1e-30), op_->safety(),
+                       r.u_q, r.u_kv, r.u_p, r.u_out, r.out_roundings, r.u_acc));
     }
   }
 }
@@ -259,6 +286,7 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
   const StepOutputs& out = cs.outputs;
   const bool padded = plan.use_graph && plan.padded_rows > plan.num_rows;
   const size_t q_dim = static_cast<size_t>(s_.model.num_q_heads) * s_.model.head_dim;
+  if (op_) op_->add(cs);
   auto want = [&](size_t j, int32_t pos, size_t l) {
     return jobs[j] < 0
                ? nullptr
@@ -278,6 +306,9 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
   const size_t layers = out.attn_out.size(), per_layer = rows.size() * static_cast<size_t>(H);
   std::vector<double> errs(layers * per_layer);
   std::vector<uint8_t> quant_finite(layers * rows.size(), 1);  // the fp8 op's rows
+  // The op checks' errors and bounds, [layer][row][head]; bound -1: the row is not judged so.
+  std::vector<OpRowError> op_errs(op_ ? layers * per_layer : 0, OpRowError{0.0, -1.0, 0.0});
+  const std::vector<uint8_t> op_chunks = op_ ? op_->judged_chunks(cs) : std::vector<uint8_t>{};
   constexpr size_t kRowsPerJob = 64;
   parallel_for((rows.size() + kRowsPerJob - 1) / kRowsPerJob, workers_, [&](size_t b) {
     for (size_t k = b * kRowsPerJob; k < std::min(rows.size(), (b + 1) * kRowsPerJob); ++k)
@@ -293,6 +324,9 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
           measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
                       want(rows[k].chunk, rows[k].pos, l), H, D, err);
         }
+        if (op_ && job >= 0 && op_chunks[rows[k].chunk] && op_->judges_layer(cs, l))
+          op_->measure(cs, rows[k].chunk, rows[k].pos, l,
+                       &op_errs[l * per_layer + k * static_cast<size_t>(H)]);
         if (!out.quant_out[l].empty())
           quant_finite[l * rows.size() + k] =
               all_finite(out.quant_out[l].data() + rows[k].row * q_dim, H * D) ? 1 : 0;
@@ -305,6 +339,9 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
     for (size_t k = 0; k < rows.size(); ++k) {
       const ScheduledChunk& c = plan.chunks[rows[k].chunk];
       const CheckSite site = mixer_site(s_.model.layers[l], c.is_decode, c.start > 0);
+      const OpRowError* op_row = op_ ? &op_errs[l * per_layer + k * static_cast<size_t>(H)] : nullptr;
+      if (op_row && op_row->bound >= 0.0)
+        check_op({step, c.request_id, rows[k].pos, layer, -1, site, padded}, op_row);
       check_attention({step, c.request_id, rows[k].pos, layer, -1, site, padded},
                       jobs[rows[k].chunk], &errs[l * per_layer + k * static_cast<size_t>(H)]);
     }
@@ -322,7 +359,10 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
     const Where w{step, r.id, c.start + c.num_tokens - 1, -1, -1, CheckSite::sampled_token,
                   padded};
     check_token(w, out.sampled[plan.chunk_last_row(j)], r, jobs[j]);
-    if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) ref_->release(r.id);
+    if (static_cast<int32_t>(r.output.size()) + 1 >= r.max_new_tokens) {
+      ref_->release(r.id);
+      if (op_) op_->release(r.id);
+    }
   }
 }
 

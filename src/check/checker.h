@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "check/checked_step.h"
+#include "check/op_checker.h"
 #include "check/tolerances.h"
 #include "engine/model_runner.h"
 #include "model/model_weights.h"
@@ -36,8 +37,10 @@ class Checker {
  public:
   // reference: the float64 reference the checked requests are compared with (step_reference.h).
   // tolerances: the drift tolerance of each check site (tolerances.h).
+  // op_rounding: what the ops under test round in, for the op checks' bound (op_checker.h; only
+  // read with checks.op_drift on).
   Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-          std::unique_ptr<StepReference> reference);
+          std::unique_ptr<StepReference> reference, const OpRounding& op_rounding = {});
   // The CPU reference on `max_workers` threads (0: one per hardware thread; the results do not
   // depend on it), with the tolerances of kvcheck's own float32 ops.
   explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0);
@@ -68,6 +71,8 @@ class Checker {
   // one for a request outside the sample.
   size_t live_references() const { return ref_->live(); }
   const StepReference& reference() const { return *ref_; }
+  // The op checks, when checks.op_drift is on; null otherwise.
+  const OpChecker* op_checker() const { return op_ ? &*op_ : nullptr; }
 
  private:
   struct Where {
@@ -87,12 +92,15 @@ class Checker {
   // `job` is -1 for a request outside the sample: then only non-finite values and NaN logits
   // are checked. errs: per head, the row's error (NaN: not finite; measure_row).
   void check_attention(const Where& w, int64_t job, const double* errs);
+  // The op check of one row: per head, its error and bound (op_checker.h).
+  void check_op(const Where& w, const OpRowError* heads);
   void check_token(const Where& w, int32_t token, const Request& r, int64_t job);
 
   const Scenario& s_;
   const ModelWeights& w_;
   SiteTolerances tol_;
   std::unique_ptr<StepReference> ref_;
+  std::optional<OpChecker> op_;
   unsigned workers_;  // threads measuring a step's rows
   // The reference measures the checked rows where its values are (StepReference::measure): the
   // errors of the held steps' jobs, [row][layer][head], and each job's first row in them.

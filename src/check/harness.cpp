@@ -6,6 +6,7 @@
 
 #include "check/check_pipeline.h"
 #include "check/checker.h"
+#include "check/op_inputs.h"
 #include "reference/host/host_reference.h"
 #include "check/tolerances.h"
 #include "engine/engine.h"
@@ -33,8 +34,19 @@ RunResult result_header(const Scenario& s, const std::string& device, OpPrecisio
   return result;
 }
 
-RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& hooks,
+RunResult run_scenario(const Scenario& given, Device& device, const HarnessHooks& hooks,
                        const ReferenceSetup& reference, const RunControl& control) {
+  // The op checks (op_checker.h) compute on the CPU, beside the CPU reference. With the GPU
+  // reference they would cost more than it does (the same O(length²) per request and layer, on
+  // the CPU): they are off there until they have a GPU implementation, and the result says so
+  // (no op_check).
+  Scenario s = given;
+  if (s.checks.op_drift && reference.device != ReferenceDevice::host) {
+    s.checks.op_drift = false;
+    spdlog::info("{}: the op checks (checks.op_drift) run beside the CPU reference only "
+                 "(--reference-device host): off with the GPU reference",
+                 s.name);
+  }
   if (s.checks.reference == ReferenceMode::automatic)
     throw std::logic_error("run_scenario: checks.reference \"auto\" was not resolved");
   const auto t_run = std::chrono::steady_clock::now();
@@ -55,7 +67,15 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
       reference.make ? reference.make(s, engine.weights())
                      : std::make_unique<HostReference>(engine.weights(), s.cache,
                                                        s.model.num_q_heads, s.model.head_dim);
-  Checker checker(s, engine.weights(), result.tolerances, std::move(ref));
+  const OpRounding op_rounding = kv::op_rounding(device.op_precision(), s.cache.dtype);
+  Checker checker(s, engine.weights(), result.tolerances, std::move(ref), op_rounding);
+  // The op checks read each checked chunk's K/V rows right after its step (op_inputs.h).
+  std::optional<OpInputsReader> op_inputs;
+  if (s.checks.op_drift) {
+    op_inputs.emplace(s, engine.runner());
+    result.op_rounding = op_rounding;
+    result.op_bound_safety = kOpBoundSafety;
+  }
   if (hooks.interrupt) checker.set_interrupt(hooks.interrupt);
   // On the host device the engine's ops and the checks share the CPU: nothing to overlap.
   result.checks_overlapped = control.overlap_checks && device.name() != "host";
@@ -70,6 +90,7 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     if (epoch > 1 && stop()) break;
     std::vector<Request> requests = make_workload(s.workload, s.seed, s.model.vocab_size);
     checker.begin_epoch(epoch, static_cast<int32_t>(requests.size()));
+    if (op_inputs) op_inputs->begin_epoch(static_cast<int32_t>(requests.size()));
     if (hooks.on_step) hooks.on_step(epoch, 0, 0);
     int64_t tokens = 0;
     const double waited_before = pipeline.waited_seconds();
@@ -77,7 +98,10 @@ RunResult run_scenario(const Scenario& s, Device& device, const HarnessHooks& ho
     const EpochCounters c = engine.run_epoch(
         requests, [&](int64_t step, const StepPlan& plan, StepOutputs&& out,
                       const Scheduler& sched) {
-          pipeline.submit(snapshot_step(step, plan, std::move(out), sched));
+          CheckedStep checked = snapshot_step(step, plan, std::move(out), sched);
+          if (op_inputs)
+            checked.kv = op_inputs->read(plan, [&](int32_t id) { return checker.checked(id); });
+          pipeline.submit(std::move(checked));
           tokens += plan.num_rows;
           if (hooks.on_step) hooks.on_step(epoch, step + 1, tokens);
         },

@@ -135,6 +135,17 @@ RunCost estimate_run_cost(const Scenario& sc) {
                             rows * (2 * table_stride * kInt + 14 * kInt);  // graph inputs
   add(c, "step workspaces", static_cast<double>(workspace), true,
       "engine.max_tokens_per_step, model.vocab_size, model.num_q_heads");
+  // The op checks (check/op_checker.h): each paged layer keeps its q rows, and a checked request
+  // keeps each paged layer's K/V rows as read back from the cache.
+  int64_t op_q_floats = 0, op_kv_floats = 0;
+  if (sc.checks.op_drift)
+    for (LayerKind k : m.layers) {
+      if (k == LayerKind::linear) continue;
+      op_q_floats += k == LayerKind::mla ? s.H * s.latent : s.q_dim;
+      op_kv_floats += k == LayerKind::mla ? s.latent : 2 * s.KVH * s.D;
+    }
+  add(c, "op check q rows", static_cast<double>(rows * op_q_floats * kFloat), true,
+      "checks.op_drift, engine.max_tokens_per_step, model.num_q_heads");
   // The gather of cached context (ctx_k, ctx_v) grows to the most context tokens of one step's
   // prefills: each running request's, or the whole pool's; the buffers it outgrew stay cached.
   const int64_t pool_tokens = (int64_t{sc.cache.num_blocks} - 1) * sc.cache.block_size;
@@ -163,7 +174,7 @@ RunCost estimate_run_cost(const Scenario& sc) {
   // Epoch 1's tokens per request (epoch agreement), flags per request, one step's read-back.
   add(c, "checker",
       w.num_requests * (kNodeBytes + kVectorBytes + mean(w.new_tokens) * kInt + 4.0) +
-          static_cast<double>(rows * per_layer_out * kFloat),
+          static_cast<double>(rows * (per_layer_out + op_q_floats) * kFloat),
       false, "workload.requests, engine.max_tokens_per_step");
   // "auto" is sampled wherever the reference is on the host (the GPU reference's memory is its
   // own, reference/cuda_layout.h).
@@ -176,6 +187,8 @@ RunCost estimate_run_cost(const Scenario& sc) {
   c.references_at_once = std::max<int64_t>(1, live);
   add(c, "reference", static_cast<double>(live * reference_bytes(m, s, longest)), false,
       "engine.max_running_requests, workload.prompt_len, workload.new_tokens, checks.reference");
+  add(c, "op check histories", static_cast<double>(live * longest * op_kv_floats * kFloat), false,
+      "checks.op_drift, engine.max_running_requests, workload.prompt_len");
   add(c, "program", static_cast<double>(kProgramBytes), false, "");
 
   // ---- work ----

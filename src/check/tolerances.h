@@ -17,6 +17,7 @@
 
 #include "device/device.h"
 #include "kernels/dtype.cuh"
+#include "reference/host/op_reference.h"
 #include "result/check_sites.h"
 #include "scenario/scenario.h"
 
@@ -44,6 +45,17 @@ std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecis
 // The largest of them over the sites a model of these layer kinds has (the result's and the
 // console's single "tolerance").
 double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers);
+
+// What an op of this precision rounds over a cache of this dtype (op_reference.h), for the op
+// checks' bound (op_checker.h). host_f32: nothing but its float32 arithmetic. cuda_builtin:
+// kvcheck's CUDA ops multiply 16-bit caches on tensor cores, rounding q and P to bf16 on some
+// paths. half_io: a backend's 16-bit io rounds q and its output (partial outputs too) to bf16, P
+// for its tensor cores, and K/V of a cache it does not read natively (f32, fp8 scaled).
+OpRounding op_rounding(OpPrecision precision, DType cache_dtype);
+
+// The op checks allow this many times the estimate E of op_reference.h (measured: the largest
+// clean error over the calibration runs against E, results/oracle-calibration.md).
+inline constexpr double kOpBoundSafety = 4.0;
 
 // The drift denominator never falls below this share of the token's RMS head norm in that layer
 // (checker.cpp rel_l2): linear-attention heads can nearly cancel (q·S), and their tiny rows carry

@@ -38,6 +38,8 @@ class Engine {
   EpochCounters run_epoch(std::vector<Request>& requests, const StepObserver& on_step,
                           const std::function<bool()>& stop = {});
   const ModelWeights& weights() const { return weights_; }
+  // What the checks read back beside a step's outputs (the cache's rows, op_inputs.h).
+  const ModelRunner& runner() const { return runner_; }
 
  private:
   static PlanLimits plan_limits(const Scenario& s, PadContract pad = {});

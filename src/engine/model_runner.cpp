@@ -125,6 +125,7 @@ void ModelRunner::allocate_buffers() {
       L.kv = layer_kv_view(base, L.kind, m, c, cache_plan_);
       L.fill_view = L.kv;
       L.quant = buffer_of<float>(dev_, R * q_dim_);
+      if (s_.checks.op_drift) L.q = buffer_of<float>(dev_, R * static_cast<size_t>(q_width(L)));
     }
     L.attn_out = buffer_of<float>(dev_, R * q_dim_);
   }
@@ -223,6 +224,10 @@ DecodePlanArgs ModelRunner::decode_shape(bool mla, int32_t v_dim) const {
           .interleaved = !mla && s_.cache.layout == KvLayout::kv_interleaved,
           .max_blocks_per_seq = limits_.block_table_stride,
           .uniform_splits = s_.engine.decode_splits == DecodeSplits::uniform};
+}
+
+int32_t ModelRunner::q_width(const LayerBuffers& L) const {
+  return L.kind == LayerKind::mla ? s_.model.num_q_heads * latent_dim_ : q_dim_;
 }
 
 float* ModelRunner::mixer_out(LayerBuffers& L) {
@@ -326,14 +331,16 @@ void ModelRunner::project(int32_t rows, const float* w, const float* bias, float
 void ModelRunner::launch_attention(const StepPlan& p, LayerBuffers& L, const int32_t* meta_dev) {
   const ModelSpec& m = s_.model;
   const int32_t rows = p.padded_rows, kv_dim = m.num_kv_heads * m.head_dim;
-  project(rows, L.wq.as<float>(), nullptr, q_.as<float>(), q_dim_);
+  float* q = layer_q(L);
+  project(rows, L.wq.as<float>(), nullptr, q, q_dim_);
   project(rows, L.wk.as<float>(), nullptr, k_.as<float>(), kv_dim);
   project(rows, L.wv.as<float>(), L.bias.as<float>(), v_.as<float>(), kv_dim);
   dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .v = v_.as<float>(), .k_row_stride = kv_dim,
                  .v_row_stride = kv_dim, .slot_mapping = inputs_.slots.as<int64_t>(),
                  .num_tokens = rows});
   const MixerShape shape{q_dim_, kv_dim, m.num_kv_heads, m.head_dim, m.head_dim, softmax_scale_};
-  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), v_.as<float>(), L.attn_out.as<float>());
+  paged_attention(p, L.kv, shape, meta_dev, q, k_.as<float>(), v_.as<float>(),
+                  L.attn_out.as<float>());
   launch_quant_and_oproj(rows, L);
 }
 
@@ -342,13 +349,14 @@ void ModelRunner::launch_mla(const StepPlan& p, LayerBuffers& L, const int32_t* 
   const int32_t rows = p.padded_rows, H = m.num_q_heads, R = m.kv_lora_rank;
   const int32_t qw = H * latent_dim_;
   // Absorbed query: per head [Wuk_h^T q_nope | q_rope], so attention runs over the latent rows.
-  project(rows, L.wq.as<float>(), nullptr, q_.as<float>(), qw);
+  float* q = layer_q(L);
+  project(rows, L.wq.as<float>(), nullptr, q, qw);
   project(rows, L.wk.as<float>(), L.bias.as<float>(), k_.as<float>(), latent_dim_);
   // The latent is K; V is its first kv_lora_rank features.
   dev_.write_kv({.cache = L.kv, .k = k_.as<float>(), .k_row_stride = latent_dim_,
                  .slot_mapping = inputs_.slots.as<int64_t>(), .num_tokens = rows});
   const MixerShape shape{qw, latent_dim_, 1, latent_dim_, R, mla_softmax_scale_};
-  paged_attention(p, L.kv, shape, meta_dev, k_.as<float>(), k_.as<float>(),
+  paged_attention(p, L.kv, shape, meta_dev, q, k_.as<float>(), k_.as<float>(),
                   latent_out_.as<float>());
   // o_h = Wuv_h · latent output of head h: one grouped linear over the heads.
   dev_.linear({.x = latent_out_.as<float>(), .x_row_stride = int64_t{H} * R, .w = L.wuv.as<float>(),
@@ -409,15 +417,15 @@ void ModelRunner::launch_quant_and_oproj(int32_t rows, LayerBuffers& L) {
 }
 
 void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const MixerShape& m,
-                                  const int32_t* meta_dev, const float* k_new, const float* v_new,
-                                  float* out) {
+                                  const int32_t* meta_dev, const float* q, const float* k_new,
+                                  const float* v_new, float* out) {
   const int32_t H = s_.model.num_q_heads;
   const int64_t out_stride = int64_t{H} * m.v_dim;
   const int32_t nd = p.decode_rows();
   if (nd > 0) {
     PagedDecodeArgs a;
     a.cache = kv;
-    a.q = q_.as<float>();
+    a.q = q;
     a.q_row_stride = m.q_width;
     a.out = out;
     a.out_row_stride = out_stride;
@@ -439,7 +447,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   if (dev_.has_paged_prefill()) {  // a backend's fused op: the new tokens are in the cache already
     PagedPrefillArgs a;
     a.cache = kv;
-    a.q = q_.as<float>() + static_cast<size_t>(p.num_decode) * m.q_width;
+    a.q = q + static_cast<size_t>(p.num_decode) * m.q_width;
     a.q_row_stride = m.q_width;
     a.out = out + static_cast<size_t>(p.num_decode) * out_stride;
     a.out_row_stride = out_stride;
@@ -462,7 +470,7 @@ void ModelRunner::paged_attention(const StepPlan& p, const PagedKv& kv, const Mi
   const bool k_only = kv.v == kv.k;  // mla: V is the latent K
   auto varlen = [&](const float* k, const float* v, bool causal) {
     VarlenAttnArgs a;
-    a.q = q_.as<float>() + static_cast<size_t>(p.num_decode) * m.q_width;
+    a.q = q + static_cast<size_t>(p.num_decode) * m.q_width;
     a.q_row_stride = m.q_width;
     a.k = k;
     a.v = v;
@@ -549,9 +557,55 @@ StepOutputs ModelRunner::read_outputs(const StepPlan& p) const {
     o.quant_out.back().resize(n);
     dev_.download(o.quant_out.back().data(), L.quant.as(), n * sizeof(float));
   }
+  for (const auto& L : layers_) {
+    o.q.emplace_back();
+    if (!L.q.bytes()) continue;
+    o.q.back().resize(static_cast<size_t>(p.num_rows) * q_width(L));
+    dev_.download(o.q.back().data(), L.q.as(), o.q.back().size() * sizeof(float));
+  }
   o.sampled.resize(p.num_rows);
   dev_.download(o.sampled.data(), sampled_.as(), p.num_rows * sizeof(int32_t));
   return o;
+}
+
+KvRows ModelRunner::read_kv_rows(size_t layer, const int32_t* block_table, int32_t from,
+                                 int32_t to) const {
+  const PagedKv& kv = layers_.at(layer).kv;
+  const bool latent = kv.v == kv.k;  // mla: V is K's first features
+  const int64_t width = int64_t{kv.num_kv_heads} * kv.head_dim;
+  const size_t esize = dtype_size(kv.dtype);
+  // One block's elements as the strides spread them, from its first.
+  auto extent = [&](int64_t token, int64_t head) {
+    return (kv.block_size - 1) * token + (kv.num_kv_heads - 1) * head + kv.head_dim;
+  };
+  std::vector<char> kbuf(extent(kv.k_stride_token, kv.k_stride_head) * esize),
+      vbuf(latent ? 0 : extent(kv.v_stride_token, kv.v_stride_head) * esize);
+  PagedKv host = kv;  // the same strides over the downloaded block, as block 0
+  host.k = kbuf.data();
+  host.v = latent ? host.k : vbuf.data();
+  KvRows out{.from = from, .to = to, .k = {}, .v = {}};
+  out.k.resize(static_cast<size_t>((to - from) * width));
+  if (!latent) out.v.resize(out.k.size());
+  int32_t loaded = -1;
+  for (int32_t pos = from; pos < to; ++pos) {
+    const int32_t block = block_table[pos / kv.block_size], entry = pos % kv.block_size;
+    if (block != loaded) {
+      dev_.download(kbuf.data(), static_cast<const char*>(kv.k) + block * kv.k_stride_block * esize,
+                    kbuf.size());
+      if (!latent)
+        dev_.download(vbuf.data(),
+                      static_cast<const char*>(kv.v) + block * kv.v_stride_block * esize,
+                      vbuf.size());
+      loaded = block;
+    }
+    float* k = &out.k[static_cast<size_t>((pos - from) * width)];
+    for (int32_t h = 0; h < kv.num_kv_heads; ++h)
+      for (int32_t f = 0; f < kv.head_dim; ++f) {
+        k[h * kv.head_dim + f] = load_k(host, 0, entry, h, f);
+        if (!latent) out.v[(pos - from) * width + h * kv.head_dim + f] = load_v(host, 0, entry, h, f);
+      }
+  }
+  return out;
 }
 
 void ModelRunner::fill_blocks(const std::vector<int32_t>& ids, FillPattern pattern,

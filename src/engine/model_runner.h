@@ -35,6 +35,18 @@ struct StepOutputs {
   std::vector<std::vector<float>> quant_out;  // per layer [num_rows][q_dim] after the fp8 op;
                                               // empty for linear layers (they have none)
   std::vector<int32_t> sampled;               // [num_rows] argmax per row (-1: NaN logits)
+  // Per layer [num_rows][q width]: the q rows the layer's attention op read (attention: q_dim,
+  // mla: num_q_heads * (kv_lora_rank + qk_rope_dim)), for the op checks; empty for linear
+  // layers and when checks.op_drift is off.
+  std::vector<std::vector<float>> q;
+};
+
+// K/V rows of one request's positions [from, to) as one layer's cache stores them, read back as
+// the ops read them (dequantised: value times scale). Rows are kv_heads * head_dim wide (mla: the
+// latent row, K only; V is its first kv_lora_rank features).
+struct KvRows {
+  int32_t from = 0, to = 0;
+  std::vector<float> k, v;
 };
 
 // Wall time of the steps run so far (device synchronised), and of the seed-001 mitigation's
@@ -55,6 +67,9 @@ class ModelRunner {
 
   void forward(const StepPlan& p);
   StepOutputs read_outputs(const StepPlan& p) const;
+  // Positions [from, to) of a request whose block table row is `block_table` (StepPlan::
+  // chunk_block_table), in paged layer `layer`. One download per block touched.
+  KvRows read_kv_rows(size_t layer, const int32_t* block_table, int32_t from, int32_t to) const;
 
   // zero_blocks / poison_blocks on the views of the layers whose kind `kinds` lists.
   void fill_blocks(const std::vector<int32_t>& ids, FillPattern pattern,
@@ -72,6 +87,7 @@ class ModelRunner {
     PagedKv fill_view;          // what zero/poison blocks fill for this layer
     DeviceBuffer attn_out;      // [rows][q_dim]: the checked output
     DeviceBuffer quant;         // [rows][q_dim]: after the batch-wide fp8 op (not linear)
+    DeviceBuffer q;             // paged layers with op checks: [rows][q width], this layer's q
   };
 
   void upload_weights(const ModelWeights& w);
@@ -107,8 +123,11 @@ class ModelRunner {
     float scale;
   };
   void paged_attention(const StepPlan& p, const PagedKv& kv, const MixerShape& m,
-                       const int32_t* meta_dev, const float* k_new, const float* v_new,
-                       float* out);
+                       const int32_t* meta_dev, const float* q, const float* k_new,
+                       const float* v_new, float* out);
+  // Where a paged layer's q goes: its own buffer when the op checks read it back, else q_.
+  float* layer_q(LayerBuffers& L) { return L.q.bytes() ? L.q.as<float>() : q_.as<float>(); }
+  int32_t q_width(const LayerBuffers& L) const;
   float* mixer_out(LayerBuffers& L);  // what the attention op writes (mla: the latent output)
   size_t mixer_width(const LayerBuffers& L) const;  // floats per row of mixer_out
 

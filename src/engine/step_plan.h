@@ -57,6 +57,12 @@ struct StepPlan {
   std::vector<int32_t> chunk_source;           // [chunks] index in SchedulerOutput::chunks
 
   int32_t chunk_last_row(size_t j) const { return chunk_first_row[j] + chunks[j].num_tokens - 1; }
+  // The block table row of chunk j: decode chunks come first, one row each, then the prefill
+  // sequences in row order.
+  const int32_t* chunk_block_table(size_t j) const {
+    const size_t decode = static_cast<size_t>(num_decode), stride = static_cast<size_t>(block_table_stride);
+    return j < decode ? &decode_block_table[j * stride] : &prefill_block_table[(j - decode) * stride];
+  }
 
   // Rows the decode op runs over: a graph replay runs all padded rows.
   int32_t decode_rows() const { return use_graph ? padded_rows : num_decode; }

@@ -87,6 +87,8 @@ json to_json(const EpochStats& e) {
       {"nonfinite_outputs", e.nonfinite_outputs},
       {"max_rel_error", json_number(e.max_rel_error)},
       {"max_rel_error_by_site", by_site(e.site_max_rel_error, true)},
+      {"max_op_error_by_site", by_site(e.site_max_op_error, true)},
+      {"max_op_bound_ratio_by_site", by_site(e.site_max_op_bound_ratio, true)},
       {"first_bad_step", e.first_bad_step ? json(*e.first_bad_step) : json(nullptr)},
       {"steps", e.steps},
       {"graph_replays", e.graph_replays},
@@ -193,6 +195,14 @@ json to_json(const RunResult& r) {
   if (!r.reference_mode_reason.empty()) doc["reference_mode_reason"] = r.reference_mode_reason;
   if (!r.reference_protection.empty()) doc["reference_protection"] = r.reference_protection;
   if (r.reference_device != ReferenceDevice::host) doc["reference_device_bytes"] = r.reference_device_bytes;
+  if (r.op_rounding)
+    doc["op_check"] = {{"u_q", r.op_rounding->u_q},
+                       {"u_kv", r.op_rounding->u_kv},
+                       {"u_p", r.op_rounding->u_p},
+                       {"u_out", r.op_rounding->u_out},
+                       {"u_acc", r.op_rounding->u_acc},
+                       {"out_roundings", r.op_rounding->out_roundings},
+                       {"safety", r.op_bound_safety}};
   if (r.reference_agreement)
     doc["reference_agreement"] = {
         {"rows", r.reference_agreement->rows},

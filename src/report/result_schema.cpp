@@ -144,6 +144,14 @@ Json epoch_schema() {
       {"max_rel_error_by_site",
        described("The same per drift check site; a site the epoch checked no row of is absent.",
                  site_map())},
+      {"max_op_error_by_site",
+       described("checks.op_drift: per attention or MLA site, the largest relative L2 error of "
+                 "an op's output row against float64 over its own inputs; a site with no row "
+                 "judged so is absent.",
+                 site_map())},
+      {"max_op_bound_ratio_by_site",
+       described("The same rows' largest error / bound (the bound of op_check; above 1 failed).",
+                 site_map())},
       {"first_bad_step", Json{{"type", {"integer", "null"}}, {"minimum", 0}}},
       {"steps", integer(0)},
       {"graph_replays", integer(0)},
@@ -278,7 +286,8 @@ std::string result_schema_text() {
        "result` from the check-site, op and regression tables. Version 2 renamed "
        "first_failure.op to first_failure.site and added first_failure.ops; verdict error and "
        "its error block, device_info, tolerances (per site), epochs[].max_rel_error_by_site, "
-       "coverage, coverage_gaps and the epochs' coverage counters were added within it."},
+       "coverage, coverage_gaps, the epochs' coverage counters, op_check and "
+       "epochs[].max_op_*_by_site (and first_failure.check op_drift) were added within it."},
   };
   Json props{
       {"schema", Json{{"const", kResultSchema}}},
@@ -341,6 +350,18 @@ std::string result_schema_text() {
                          {"max_rel_diff", number()},
                          {"logit_rows", integer(0)},
                          {"max_logit_rel_diff", number()}}))},
+      {"op_check",
+       described("Only with checks.op_drift: what each op output row's bound was made of "
+                 "(docs/oracle.md): the unit roundoffs the ops were taken to round q, K/V, the "
+                 "softmax weights P and the output in (0: exact), their float accumulation's, "
+                 "how many times an output is rounded, and the safety factor over the estimate.",
+                 object({{"u_q", number()},
+                         {"u_kv", number()},
+                         {"u_p", number()},
+                         {"u_out", number()},
+                         {"u_acc", number()},
+                         {"out_roundings", integer(1)},
+                         {"safety", number()}}))},
       {"epochs", Json{{"type", "array"}, {"items", epoch_schema()}}},
       {"first_failure", Json{{"oneOf", Json::array({Json{{"type", "null"}}, failure_schema()})}}},
       {"coverage", coverage_schema()},
@@ -352,7 +373,7 @@ std::string result_schema_text() {
   Json body = object(std::move(props),
                      {"reference_sampled_requests", "reference_mode_reason",
                       "reference_protection", "reference_device_bytes", "reference_agreement",
-                      "backend", "error"});
+                      "op_check", "backend", "error"});
   for (auto& [k, v] : body.items()) doc[k] = v;
   doc["$defs"] = Json{
       {"number", described("A number, or a non-finite one as a string.",

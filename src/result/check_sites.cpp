@@ -62,7 +62,7 @@ std::vector<std::string> site_op_names(CheckSite site) {
 
 std::string_view check_kind_name(CheckKind kind) {
   static constexpr std::string_view names[kNumCheckKinds] = {"nonfinite", "drift", "token",
-                                                             "epoch_agreement"};
+                                                             "epoch_agreement", "op_drift"};
   return names[static_cast<size_t>(kind)];
 }
 

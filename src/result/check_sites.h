@@ -47,8 +47,9 @@ enum class CheckKind {
   drift,            // relative L2 distance from the float64 reference above the tolerance
   token,            // the sampled token is not within the reference's near-tie margin
   epoch_agreement,  // a later epoch's token left epoch 1's path away from a near-tie
+  op_drift,         // an op's output further from float64 over its own inputs than its bound
 };
-inline constexpr std::size_t kNumCheckKinds = 4;
+inline constexpr std::size_t kNumCheckKinds = 5;
 std::string_view check_kind_name(CheckKind kind);
 
 // The sites that have a drift check (against the reference, within a tolerance): the mixer

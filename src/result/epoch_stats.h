@@ -28,6 +28,11 @@ struct EpochStats : EpochCounters {
   double max_rel_error = 0.0;               // over all checked rows; NaN if any row was NaN
   // The same per check site (CheckSite order): -1 where the epoch checked no row of the site.
   std::array<double, kNumCheckSites> site_max_rel_error = no_site_errors();
+  // The op checks (check/op_checker.h), per site: the largest relative error of an op's output
+  // against float64 over its own inputs, and the largest error / bound (above 1: failed); -1
+  // where no row of the site was judged so.
+  std::array<double, kNumCheckSites> site_max_op_error = no_site_errors();
+  std::array<double, kNumCheckSites> site_max_op_bound_ratio = no_site_errors();
   std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // spent in the reference and checks

@@ -17,7 +17,7 @@ struct Failure {
   int32_t layer = -1;    // -1 when not layer-specific (lm_head / token checks)
   int32_t head = -1;
   CheckSite site = CheckSite::decode;  // the kind of row; its ops are site_info(site).ops
-  std::string check;     // nonfinite, drift, token, epoch_agreement
+  std::string check;     // nonfinite, drift, token, epoch_agreement, op_drift
   double value = 0.0;    // the error (or NaN) that failed
   double tolerance = 0.0;
   bool padded_batch = false;  // the step ran as a padded graph replay

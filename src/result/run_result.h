@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/device_info.h"
+#include "reference/host/op_reference.h"
 #include "reference/reference_choice.h"
 #include "reference/step_reference.h"
 #include "result/backend_report.h"
@@ -43,6 +44,10 @@ struct RunResult {
   std::string reference_protection;        // cuda: how its memory is kept from the code under test
   int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held
   std::optional<ReferenceAgreement> reference_agreement;  // --reference-device both
+  // checks.op_drift on: what the op checks' bound was made of (op_checker.h): the precisions the
+  // ops were taken to round in and the safety factor over the estimate.
+  std::optional<OpRounding> op_rounding;
+  double op_bound_safety = 0.0;
   bool checks_overlapped = false;  // step s was checked while the engine ran step s + 1
   // --fail-fast ended the run at its first failure before the workload was done: the verdict and
   // first failure are final, `epochs` covers the steps that ran.

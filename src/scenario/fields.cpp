@@ -333,6 +333,10 @@ const Fields<CheckSpec>& check_fields() {
       boolean("drift", &CheckSpec::drift,
               "Fail when an output row's relative L2 error against the float64 reference "
               "exceeds the tolerance."),
+      boolean("op_drift", &CheckSpec::op_drift,
+              "Fail when an attention or MLA op's output row is further from the float64 value "
+              "of that op over its own inputs (the engine's q, the cache as stored) than the "
+              "bound its precision and shape give (docs/oracle.md)."),
       boolean("tokens", &CheckSpec::tokens,
               "Check each generated token against the reference's margin, and that every epoch "
               "generates the same tokens."),

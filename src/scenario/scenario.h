@@ -150,6 +150,8 @@ inline constexpr SiteToleranceKey kSiteToleranceKeys[] = {
 struct CheckSpec {
   bool nonfinite = true;
   bool drift = true;
+  // Each attention-like op's output against float64 from its own inputs (check/op_checker.h).
+  bool op_drift = true;
   bool tokens = true;  // reference-margin check of each generated token + epoch agreement
   std::optional<double> tolerance;  // relative L2 per token x head, every site; default calibrated
   SiteToleranceSpec site_tolerances;  // per site; over `tolerance` and the calibrated table
