@@ -1,15 +1,17 @@
 // op_reference.cpp — the float64 op and its error estimate (op_reference.h has the formula).
 #include "reference/host/op_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "reference/host/ref_math.h"
 
 namespace kv {
 namespace {
 
 double sq(double x) { return x * x; }
+
+constexpr int32_t kSampledSums = 8;
 
 // x rounded to nearest (ties to even) in the float format of unit roundoff u: 1/u significant
 // bits (bf16: 8, f16: 11), the exponent range left aside. u = 0: x.
@@ -32,68 +34,73 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
     for (int32_t d = 0; d < dv; ++d) out[d] = 0.0;
     return 0.0;
   }
-  std::vector<double> s(static_cast<size_t>(n)), a(static_cast<size_t>(n));
+  // Pass 1, over K: the scores, Σ_i (q_i k_ti)² and, where the op rounds q, δs_t = τ (q̃ − q)·k_t.
+  std::vector<double> dq(static_cast<size_t>(dk), 0.0);
+  bool q_rounds = false;
+  for (int32_t i = 0; i < dk; ++i) q_rounds |= (dq[i] = round_to(in.q[i], r.u_q) - in.q[i]) != 0.0;
+  std::vector<double> s(static_cast<size_t>(n)), a(static_cast<size_t>(n)), ds(static_cast<size_t>(n));
+  double m = -INFINITY;
   for (int32_t t = 0; t < n; ++t) {
     const float* k = row(in.k, in.stride, t);
-    double dot = 0.0, dot2 = 0.0;
+    double dot = 0.0, dot2 = 0.0, ddot = 0.0;
     for (int32_t i = 0; i < dk; ++i) {
       const double qk = static_cast<double>(in.q[i]) * k[i];
       dot += qk;
       dot2 += qk * qk;
     }
-    s[t] = dot * in.scale;
+    if (q_rounds)
+      for (int32_t i = 0; i < dk; ++i) ddot += dq[i] * k[i];
+    m = std::max(m, s[t] = dot * in.scale);
     a[t] = dot2 * in.scale * in.scale;
+    ds[t] = ddot * in.scale;
   }
-  ref::attend(s, n, [&](int32_t t) { return row(in.v, in.stride, t); }, dv, out);
-
-  double m = s[0], denom = 0.0;
-  for (int32_t t = 1; t < n; ++t) m = std::max(m, s[t]);
-  std::vector<double> p(static_cast<size_t>(n)), rt(static_cast<size_t>(n));
-  for (int32_t t = 0; t < n; ++t) denom += (p[t] = std::exp(s[t] - m));
-  double o2 = 0.0, rounded2 = 0.0;  // ‖o‖², and ‖round(o) − o‖² in the output's precision
+  double denom = 0.0;
+  for (int32_t t = 0; t < n; ++t) denom += std::exp(s[t] - m);
+  // Pass 2, over V, every sum the estimate needs at once. With w_t the scores term's weight of
+  // r_t² = ‖v_t‖² − 2 v_t·o + ‖o‖², and S_t the partial sums of P·V (their last is o).
+  std::vector<double> w_v(static_cast<size_t>(dv), 0.0), ds_v(static_cast<size_t>(dv), 0.0);
+  for (int32_t d = 0; d < dv; ++d) out[d] = 0.0;
+  double partial_pv = 0.0, partial_p = 0.0, weight = 0.0, pv = 0.0, mean_norm = 0.0;
+  double w_sum = 0.0, w_v2 = 0.0, ds_sum = 0.0;
+  for (int32_t t = 0; t < n; ++t) {
+    const double p = std::exp(s[t] - m) / denom;
+    const double w = sq(p) * ((sq(r.u_kv) + dk * sq(r.u_acc)) * a[t] +
+                              sq(r.u_acc) * (1.0 + sq(s[t]) + sq(s[t] - m)));
+    const double pds = p * ds[t];
+    const float* v = row(in.v, in.stride, t);
+    double v2 = 0.0;
+    for (int32_t d = 0; d < dv; ++d) {
+      const double x = v[d];
+      v2 += x * x;
+      out[d] += p * x;
+      w_v[d] += w * x;
+    }
+    // ‖S_t‖² of every kSampledSums-th partial sum, standing for the ones between: a partial sum
+    // moves by one weight at a time, and a norm per key would be the costliest term here.
+    if (t % kSampledSums == kSampledSums - 1 || t == n - 1) {
+      double s2 = 0.0;
+      for (int32_t d = 0; d < dv; ++d) s2 += out[d] * out[d];
+      partial_pv += s2 * (t % kSampledSums + 1);
+    }
+    if (q_rounds)
+      for (int32_t d = 0; d < dv; ++d) ds_v[d] += pds * v[d];
+    weight += p;
+    partial_p += sq(weight);
+    pv += sq(p) * v2;
+    mean_norm += p * std::sqrt(v2);
+    w_sum += w;
+    w_v2 += w * v2;
+    ds_sum += pds;
+  }
+  double o2 = 0.0, o_wv = 0.0, qterm = 0.0;
+  double rounded2 = 0.0;  // ‖round(o) − o‖² in the output's precision
   for (int32_t d = 0; d < dv; ++d) {
     o2 += sq(out[d]);
+    o_wv += out[d] * w_v[d];
+    qterm += sq(ds_v[d] - out[d] * ds_sum);  // Σ_t p_t δs_t (v_t − o)
     rounded2 += sq(round_to(out[d], r.u_out) - out[d]);
   }
-  // The op's rounding of q, exactly: its first-order effect on the output,
-  // Σ_t p_t δs_t (v_t − o) with δs_t = τ (q̃ − q)·k_t.
-  std::vector<double> dq(static_cast<size_t>(dk), 0.0), dout(static_cast<size_t>(dv), 0.0);
-  bool q_rounds = false;
-  for (int32_t i = 0; i < dk; ++i) q_rounds |= (dq[i] = round_to(in.q[i], r.u_q) - in.q[i]) != 0.0;
-  double scores = 0.0, pv = 0.0, mean_norm = 0.0;
-  // The float sums of P·V and of P in key order: each partial sum is rounded once (recursive
-  // summation, the longest chain an implementation can have; split and tiled sums round less).
-  double partial_pv = 0.0, partial_p = 0.0, weight = 0.0;
-  std::vector<double> sum(static_cast<size_t>(dv), 0.0);
-  for (int32_t t = 0; t < n; ++t) {
-    p[t] /= denom;
-    const float* v = row(in.v, in.stride, t);
-    double r2 = 0.0, v2 = 0.0, s2 = 0.0;
-    for (int32_t d = 0; d < dv; ++d) {
-      r2 += sq(v[d] - out[d]);
-      v2 += sq(v[d]);
-      sum[d] += p[t] * v[d];
-      s2 += sq(sum[d]);
-    }
-    weight += p[t];
-    partial_pv += s2;
-    partial_p += sq(weight);
-    rt[t] = std::sqrt(r2);
-    scores += sq(p[t]) * r2 *
-              ((sq(r.u_kv) + dk * sq(r.u_acc)) * a[t] +
-               sq(r.u_acc) * (1.0 + sq(s[t]) + sq(s[t] - m)));
-    pv += sq(p[t]) * v2;
-    mean_norm += p[t] * std::sqrt(v2);
-    if (q_rounds) {
-      const float* k = row(in.k, in.stride, t);
-      double ds = 0.0;
-      for (int32_t i = 0; i < dk; ++i) ds += dq[i] * k[i];
-      ds *= in.scale * p[t];
-      for (int32_t d = 0; d < dv; ++d) dout[d] += ds * (v[d] - out[d]);
-    }
-  }
-  double qterm = 0.0;
-  for (int32_t d = 0; d < dv; ++d) qterm += sq(dout[d]);
+  const double scores = std::max(0.0, w_v2 - 2.0 * o_wv + o2 * w_sum);  // Σ_t w_t r_t²
   const double e2 = qterm + scores + (sq(r.u_p) + sq(r.u_kv)) * pv +
                     sq(r.u_acc) * (partial_pv + o2 * partial_p) + rounded2 +
                     sq(r.u_out) * (r.out_roundings - 1) * sq(mean_norm) + sq(r.u_acc) * o2;
