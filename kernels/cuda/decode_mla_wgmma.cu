@@ -137,10 +137,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
   static_assert(!(kFp8 && kTma), "the TMA loads are for the bf16 pipeline");
   allow_dependent_launch();
   wait_for_prior_grids();
-  // Two clock64 reads (here and after WG0's loop) remain from per-CTA timing stamps since removed:
-  // ptxas drops them, yet the code it generates for this kernel differs without them, and this
-  // code is the one measured in results/decode-bench.md. Remove both together, with a new A/B.
-  (void)clock64();
   using C = WgmmaCfg<kFp8>;
   constexpr int VD = C::VD;
   const PagedKv& c = a.cache;
@@ -229,7 +225,6 @@ __global__ void __launch_bounds__(WgmmaCfg<kFp8>::kThreads, 1)
         // arrives only after it has synced here for t.
         if (t + 2 < n_tiles) handoff(kBarKFree + (t & 1));
       }
-      (void)clock64();  // see the kernel's first lines
     } else {
       if constexpr (!kTma) {
         cp_async_wait<1>();  // tile 0 (this thread's part)

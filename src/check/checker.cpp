@@ -59,10 +59,10 @@ void measure_row(const float* got, const double* want, int32_t H, int32_t D, dou
 }  // namespace
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-                 std::unique_ptr<StepReference> reference, const OpRounding& op_rounding)
+                 std::unique_ptr<StepReference> reference, const OpRoundings& op_roundings)
     : s_(s), w_(w), tol_(tolerances), ref_(std::move(reference)),
       workers_(default_worker_count()), device_measures_(ref_->measure_on_device()) {
-  if (s.checks.op_drift) op_.emplace(s, w, op_rounding, kOpBoundSafety);
+  if (s.checks.op_drift) op_.emplace(s, w, op_roundings, kOpBoundSafety);
 }
 
 Checker::Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers)
@@ -145,7 +145,7 @@ void Checker::check_op(const Where& w, const OpRowError* heads) {
     if (!(e.error <= e.bound)) {
       Where wh = w;
       wh.head = h;
-      const OpRounding& r = op_->rounding();
+      const OpRounding& r = op_->rounding(w.site);
       fail(wh, CheckKind::op_drift, rel, e.bound / std::max(e.norm, 1e-30),
            fmt::format("the op's output is {:.3g} (relative L2) from float64 over its own inputs "
                        "({} keys), above its bound {:.3g} = {:g} x E (u_q {:.3g}, u_kv {:.3g}, "

@@ -37,10 +37,10 @@ class Checker {
  public:
   // reference: the float64 reference the checked requests are compared with (step_reference.h).
   // tolerances: the drift tolerance of each check site (tolerances.h).
-  // op_rounding: what the ops under test round in, for the op checks' bound (op_checker.h; only
+  // op_roundings: what the ops under test round in, for the op checks' bound (op_checker.h; only
   // read with checks.op_drift on).
   Checker(const Scenario& s, const ModelWeights& w, const SiteTolerances& tolerances,
-          std::unique_ptr<StepReference> reference, const OpRounding& op_rounding = {});
+          std::unique_ptr<StepReference> reference, const OpRoundings& op_roundings = {});
   // The CPU reference on `max_workers` threads (0: one per hardware thread; the results do not
   // depend on it), with the tolerances of kvcheck's own float32 ops.
   explicit Checker(const Scenario& s, const ModelWeights& w, unsigned max_workers = 0);

@@ -67,7 +67,7 @@ RunResult run_scenario(const Scenario& given, Device& device, const HarnessHooks
       reference.make ? reference.make(s, engine.weights())
                      : std::make_unique<HostReference>(engine.weights(), s.cache,
                                                        s.model.num_q_heads, s.model.head_dim);
-  const OpRounding op_rounding = kv::op_rounding(device.op_precision(), s.cache.dtype);
+  const OpRoundings op_rounding = op_roundings(device.op_precision(), s.cache.dtype);
   Checker checker(s, engine.weights(), result.tolerances, std::move(ref), op_rounding);
   // The op checks read each checked chunk's K/V rows right after its step (op_inputs.h).
   std::optional<OpInputsReader> op_inputs;

@@ -14,9 +14,9 @@ size_t layer_width(const ModelSpec& m, LayerKind kind) {
 
 }  // namespace
 
-OpChecker::OpChecker(const Scenario& s, const ModelWeights& w, const OpRounding& rounding,
+OpChecker::OpChecker(const Scenario& s, const ModelWeights& w, const OpRoundings& roundings,
                      double safety)
-    : s_(s), w_(w), rounding_(rounding), safety_(safety) {}
+    : s_(s), w_(w), roundings_(roundings), safety_(safety) {}
 
 void OpChecker::begin_epoch() { history_.clear(); }
 
@@ -66,6 +66,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
   if (hist.k.size() < static_cast<size_t>(n) * width)
     throw std::logic_error("op check: a position's K/V rows were not read");
   const int32_t group = H / m.num_kv_heads;
+  const OpRounding& r = rounding(mixer_site(m.layers[layer], c.is_decode, c.start > 0));
   std::vector<double> want(static_cast<size_t>(D));
   for (int32_t h = 0; h < H; ++h) {
     OpHeadInputs in;
@@ -79,7 +80,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
       in.dv = m.kv_lora_rank;
       in.scale = w_.mla_softmax_scale;
       const float* wuv = w_.layers[layer].wuv.data() + static_cast<size_t>(h) * D * m.kv_lora_rank;
-      e = attend_op_projected(in, rounding_, wuv, D, want.data());
+      e = attend_op_projected(in, r, wuv, D, want.data());
     } else {
       const size_t off = static_cast<size_t>(h / group) * D;
       in.q = q + static_cast<size_t>(h) * D;
@@ -87,7 +88,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
       in.v = hist.v.data() + off;
       in.dk = in.dv = D;
       in.scale = w_.softmax_scale;
-      e = attend_op(in, rounding_, want.data());
+      e = attend_op(in, r, want.data());
     }
     double err2 = 0.0, norm2 = 0.0;
     for (int32_t d = 0; d < D; ++d) {

@@ -16,6 +16,7 @@
 
 #include "check/checked_step.h"
 #include "model/model_weights.h"
+#include "check/tolerances.h"
 #include "reference/host/op_reference.h"
 #include "scenario/scenario.h"
 
@@ -29,7 +30,8 @@ struct OpRowError {
 
 class OpChecker {
  public:
-  OpChecker(const Scenario& s, const ModelWeights& w, const OpRounding& rounding, double safety);
+  // roundings: what the ops round in at each site (tolerances.h, op_roundings).
+  OpChecker(const Scenario& s, const ModelWeights& w, const OpRoundings& roundings, double safety);
 
   void begin_epoch();
   // Adds a step's K/V rows to its requests' histories; steps come in order.
@@ -43,7 +45,7 @@ class OpChecker {
   void measure(const CheckedStep& step, size_t chunk, int32_t position, size_t layer,
                OpRowError* heads) const;
   void release(int32_t request) { history_.erase(request); }
-  const OpRounding& rounding() const { return rounding_; }
+  const OpRounding& rounding(CheckSite site) const { return roundings_[static_cast<size_t>(site)]; }
   double safety() const { return safety_; }
 
  private:
@@ -52,7 +54,7 @@ class OpChecker {
   };
   const Scenario& s_;
   const ModelWeights& w_;
-  OpRounding rounding_;
+  OpRoundings roundings_;
   double safety_;
   std::map<int32_t, std::vector<History>> history_;  // per request, per layer
 };

@@ -129,21 +129,27 @@ std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecis
   return out;
 }
 
-OpRounding op_rounding(OpPrecision precision, DType cache_dtype) {
-  OpRounding r;  // host_f32: float32 arithmetic only
-  const bool sixteen_bit = cache_dtype != DType::f32;
-  switch (precision) {
-    case OpPrecision::host_f32: break;
-    case OpPrecision::cuda_builtin:
-      if (sixteen_bit) r.u_q = r.u_p = kUnitRoundoffBf16;
-      break;
-    case OpPrecision::half_io:
-      r.u_q = r.u_p = r.u_out = kUnitRoundoffBf16;
-      r.out_roundings = 2;
-      if (cache_dtype == DType::f32 || cache_dtype == DType::fp8_e4m3) r.u_kv = kUnitRoundoffBf16;
-      break;
+OpRoundings op_roundings(OpPrecision precision, DType cache_dtype) {
+  OpRoundings all{};  // host_f32: float32 arithmetic only
+  for (size_t i = 0; i < kNumCheckSites; ++i) {
+    OpRounding& r = all[i];
+    switch (precision) {
+      case OpPrecision::host_f32: break;
+      case OpPrecision::cuda_builtin:
+        if (static_cast<CheckSite>(i) == CheckSite::mla_decode && cache_dtype == DType::bf16) {
+          r.u_q = r.u_p = kUnitRoundoffBf16;
+        } else if (cache_dtype != DType::f32) {
+          r.u_q = r.u_p = kUnitRoundoffBf16x2;
+        }
+        break;
+      case OpPrecision::half_io:
+        r.u_q = r.u_p = r.u_out = kUnitRoundoffBf16;
+        r.out_roundings = 2;
+        if (cache_dtype == DType::f32 || cache_dtype == DType::fp8_e4m3) r.u_kv = kUnitRoundoffBf16;
+        break;
+    }
   }
-  return r;
+  return all;
 }
 
 double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers) {

@@ -46,12 +46,15 @@ std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecis
 // console's single "tolerance").
 double largest_tolerance(const SiteTolerances& t, const std::vector<LayerKind>& layers);
 
-// What an op of this precision rounds over a cache of this dtype (op_reference.h), for the op
-// checks' bound (op_checker.h). host_f32: nothing but its float32 arithmetic. cuda_builtin:
-// kvcheck's CUDA ops multiply 16-bit caches on tensor cores, rounding q and P to bf16 on some
-// paths. half_io: a backend's 16-bit io rounds q and its output (partial outputs too) to bf16, P
-// for its tensor cores, and K/V of a cache it does not read natively (f32, fp8 scaled).
-OpRounding op_rounding(OpPrecision precision, DType cache_dtype);
+// What an op of this precision rounds over a cache of this dtype at each attention-like site
+// (op_reference.h), for the op checks' bound (op_checker.h; docs/oracle.md has the table and the
+// figures behind it). host_f32: nothing but its float32 arithmetic. cuda_builtin: kvcheck's CUDA
+// ops split q and P into bf16 hi + lo halves for the tensor cores (about 16 significant bits),
+// except the MLA decode over a 16-bit latent (mla_wgmma, mla_tc), which rounds q and P to bf16.
+// half_io: a backend's 16-bit io rounds q and its output (partial outputs too) to bf16, P for
+// its tensor cores, and K/V of a cache it does not read natively (f32, fp8 scaled).
+using OpRoundings = std::array<OpRounding, kNumCheckSites>;
+OpRoundings op_roundings(OpPrecision precision, DType cache_dtype);
 
 // The op checks allow this many times the estimate E of op_reference.h (measured: the largest
 // clean error over the calibration runs against E, results/oracle-calibration.md).

@@ -195,14 +195,18 @@ json to_json(const RunResult& r) {
   if (!r.reference_mode_reason.empty()) doc["reference_mode_reason"] = r.reference_mode_reason;
   if (!r.reference_protection.empty()) doc["reference_protection"] = r.reference_protection;
   if (r.reference_device != ReferenceDevice::host) doc["reference_device_bytes"] = r.reference_device_bytes;
-  if (r.op_rounding)
-    doc["op_check"] = {{"u_q", r.op_rounding->u_q},
-                       {"u_kv", r.op_rounding->u_kv},
-                       {"u_p", r.op_rounding->u_p},
-                       {"u_out", r.op_rounding->u_out},
-                       {"u_acc", r.op_rounding->u_acc},
-                       {"out_roundings", r.op_rounding->out_roundings},
-                       {"safety", r.op_bound_safety}};
+  if (r.op_rounding) {
+    json sites = json::object();
+    for (size_t i = 0; i < kNumCheckSites; ++i) {
+      const auto site = static_cast<CheckSite>(i);
+      if (!has_op_check(site)) continue;
+      const OpRounding& o = (*r.op_rounding)[i];
+      sites[std::string(site_name(site))] = {
+          {"u_q", o.u_q}, {"u_kv", o.u_kv}, {"u_p", o.u_p}, {"u_out", o.u_out},
+          {"u_acc", o.u_acc}, {"out_roundings", o.out_roundings}};
+    }
+    doc["op_check"] = {{"safety", r.op_bound_safety}, {"sites", sites}};
+  }
   if (r.reference_agreement)
     doc["reference_agreement"] = {
         {"rows", r.reference_agreement->rows},

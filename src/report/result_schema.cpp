@@ -130,6 +130,25 @@ Json coverage_gaps_schema() {
 
 // ---- end of coverage ----
 
+Json op_check_schema() {
+  Json rounding = object({{"u_q", number()},
+                          {"u_kv", number()},
+                          {"u_p", number()},
+                          {"u_out", number()},
+                          {"u_acc", number()},
+                          {"out_roundings", integer(1)}});
+  Json sites = Json::object();
+  for (const CheckSiteInfo& i : all_check_sites())
+    if (has_op_check(i.site)) sites[std::string(i.name)] = rounding;
+  return described(
+      "Only with checks.op_drift (and the CPU reference): what each op output row's bound was "
+      "made of (docs/oracle.md): per attention and MLA site, the unit roundoffs the ops were "
+      "taken to round q, K/V, the softmax weights P and the output in (0: exact), their float "
+      "accumulation's and how many times an output is rounded; and the safety factor over the "
+      "estimate.",
+      object({{"safety", number()}, {"sites", object(std::move(sites))}}));
+}
+
 Json epoch_schema() {
   Json props{
       {"epoch", integer(1)},
@@ -350,18 +369,7 @@ std::string result_schema_text() {
                          {"max_rel_diff", number()},
                          {"logit_rows", integer(0)},
                          {"max_logit_rel_diff", number()}}))},
-      {"op_check",
-       described("Only with checks.op_drift: what each op output row's bound was made of "
-                 "(docs/oracle.md): the unit roundoffs the ops were taken to round q, K/V, the "
-                 "softmax weights P and the output in (0: exact), their float accumulation's, "
-                 "how many times an output is rounded, and the safety factor over the estimate.",
-                 object({{"u_q", number()},
-                         {"u_kv", number()},
-                         {"u_p", number()},
-                         {"u_out", number()},
-                         {"u_acc", number()},
-                         {"out_roundings", integer(1)},
-                         {"safety", number()}}))},
+      {"op_check", op_check_schema()},
       {"epochs", Json{{"type", "array"}, {"items", epoch_schema()}}},
       {"first_failure", Json{{"oneOf", Json::array({Json{{"type", "null"}}, failure_schema()})}}},
       {"coverage", coverage_schema()},

@@ -58,6 +58,12 @@ inline bool has_drift_check(CheckSite site) {
   return site != CheckSite::fp8_output && site != CheckSite::sampled_token;
 }
 
+// The sites the op checks judge (check/op_checker.h): the attention and MLA rows; linear
+// attention is judged end to end only.
+inline bool has_op_check(CheckSite site) {
+  return has_drift_check(site) && site != CheckSite::linear_attention_output;
+}
+
 // The site of a layer's mixer output (the attention / linear-attention output before the fp8 op)
 // for a row of a decode step or of a prefill chunk with or without cached context.
 CheckSite mixer_site(LayerKind kind, bool is_decode, bool has_context);

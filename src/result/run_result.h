@@ -44,9 +44,9 @@ struct RunResult {
   std::string reference_protection;        // cuda: how its memory is kept from the code under test
   int64_t reference_device_bytes = 0;      // cuda: the most GPU memory the reference held
   std::optional<ReferenceAgreement> reference_agreement;  // --reference-device both
-  // checks.op_drift on: what the op checks' bound was made of (op_checker.h): the precisions the
-  // ops were taken to round in and the safety factor over the estimate.
-  std::optional<OpRounding> op_rounding;
+  // checks.op_drift on: what the op checks' bound was made of (op_checker.h): per site, the
+  // precisions the ops were taken to round in; and the safety factor over the estimate.
+  std::optional<std::array<OpRounding, kNumCheckSites>> op_rounding;  // per site
   double op_bound_safety = 0.0;
   bool checks_overlapped = false;  // step s was checked while the engine ran step s + 1
   // --fail-fast ended the run at its first failure before the workload was done: the verdict and

@@ -41,6 +41,8 @@ struct OpRounding {
 inline constexpr double kUnitRoundoffBf16 = 0x1p-8;
 inline constexpr double kUnitRoundoffF16 = 0x1p-11;
 inline constexpr double kUnitRoundoffF32 = 0x1p-24;
+// A float split into bf16 hi + lo halves for 16-bit tensor cores: about 16 significant bits.
+inline constexpr double kUnitRoundoffBf16x2 = 0x1p-16;
 
 // One head's rows: the q row (dk values), n key rows and n value rows, each row `stride` floats
 // after the previous (head offset already applied), value rows dv wide.
