@@ -17,15 +17,12 @@
 #include "engine/engine.h"
 #include "engine/workload.h"
 #include "scenario/parse.h"
+#include "support/shipped_scenario.h"
 
 namespace kv {
 namespace {
 
-Scenario load(const std::string& name) {
-  auto parsed = load_scenario(std::string(KVCHECK_SOURCE_DIR) + "/scenarios/" + name);
-  EXPECT_TRUE(std::holds_alternative<Scenario>(parsed)) << name;
-  return std::get<Scenario>(parsed);
-}
+Scenario load(const std::string& name) { return test::shipped_scenario(name); }
 
 struct PipelineRun {
   std::optional<Failure> first_failure;

@@ -10,15 +10,12 @@
 #include "check/harness.h"
 #include "device/host_device.h"
 #include "scenario/parse.h"
+#include "support/shipped_scenario.h"
 
 namespace kv {
 namespace {
 
-Scenario load(const std::string& name) {
-  auto parsed = load_scenario(std::string(KVCHECK_SOURCE_DIR) + "/scenarios/" + name);
-  EXPECT_TRUE(std::holds_alternative<Scenario>(parsed)) << name;
-  return std::get<Scenario>(parsed);
-}
+Scenario load(const std::string& name) { return test::shipped_scenario(name); }
 
 RunResult run(const Scenario& s) {
   HostDevice dev;
