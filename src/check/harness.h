@@ -59,7 +59,8 @@ struct RunControl {
 };
 
 // Throws DeviceError when the device fails (the run cannot be carried out). The scenario must be
-// valid (parse_scenario succeeded) with CLI overrides already applied.
+// valid (parse_scenario succeeded) with CLI overrides already applied. checks.op_drift holds only
+// with the CPU reference: beside the GPU reference the op checks (op_checker.h) are off.
 RunResult run_scenario(const Scenario& scenario, Device& device, const HarnessHooks& hooks = {},
                        const ReferenceSetup& reference = {}, const RunControl& control = {});
 
