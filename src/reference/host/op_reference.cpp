@@ -56,9 +56,11 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
   }
   double denom = 0.0;
   for (int32_t t = 0; t < n; ++t) denom += std::exp(s[t] - m);
-  // Pass 2, over V, every sum the estimate needs at once. With w_t the scores term's weight of
-  // r_t² = ‖v_t‖² − 2 v_t·o + ‖o‖², and S_t the partial sums of P·V (their last is o).
-  std::vector<double> w_v(static_cast<size_t>(dv), 0.0), ds_v(static_cast<size_t>(dv), 0.0);
+  // Pass 2, over V, every sum the estimate needs at once: S_t the partial sums of P·V (their last
+  // is o), and w_t the scores term's weight of r_t², taken as ‖v_t‖² + ‖o‖² (r_t = ‖v_t − o‖
+  // needs o, a second pass; the two differ where V rows share a feature, such as a sentinel,
+  // which r_t leaves out: there the term is larger than it need be).
+  std::vector<double> ds_v(static_cast<size_t>(dv), 0.0);
   for (int32_t d = 0; d < dv; ++d) out[d] = 0.0;
   double partial_pv = 0.0, partial_p = 0.0, weight = 0.0, pv = 0.0, mean_norm = 0.0;
   double w_sum = 0.0, w_v2 = 0.0, ds_sum = 0.0;
@@ -73,7 +75,6 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
       const double x = v[d];
       v2 += x * x;
       out[d] += p * x;
-      w_v[d] += w * x;
     }
     // ‖S_t‖² of every kSampledSums-th partial sum, standing for the ones between: a partial sum
     // moves by one weight at a time, and a norm per key would be the costliest term here.
@@ -92,15 +93,14 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
     w_v2 += w * v2;
     ds_sum += pds;
   }
-  double o2 = 0.0, o_wv = 0.0, qterm = 0.0;
+  double o2 = 0.0, qterm = 0.0;
   double rounded2 = 0.0;  // ‖round(o) − o‖² in the output's precision
   for (int32_t d = 0; d < dv; ++d) {
     o2 += sq(out[d]);
-    o_wv += out[d] * w_v[d];
     qterm += sq(ds_v[d] - out[d] * ds_sum);  // Σ_t p_t δs_t (v_t − o)
     rounded2 += sq(round_to(out[d], r.u_out) - out[d]);
   }
-  const double scores = std::max(0.0, w_v2 - 2.0 * o_wv + o2 * w_sum);  // Σ_t w_t r_t²
+  const double scores = w_v2 + o2 * w_sum;  // Σ_t w_t (‖v_t‖² + ‖o‖²)
   const double e2 = qterm + scores + (sq(r.u_p) + sq(r.u_kv)) * pv +
                     sq(r.u_acc) * (partial_pv + o2 * partial_p) + rounded2 +
                     sq(r.u_out) * (r.out_roundings - 1) * sq(mean_norm) + sq(r.u_acc) * o2;

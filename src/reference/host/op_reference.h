@@ -8,12 +8,13 @@
 // bound that follows from the shape and the precisions (docs/oracle.md derives it):
 //
 //   E² = ‖Σ_t p_t τ (q̃ − q)·k_t (v_t − o)‖²                      q rounded to q̃ (exactly)
-//      + Σ_t p_t² r_t² [(u_kv² + d u_acc²) a_t + u_acc² (1 + s_t² + (s_t − m)²)]   scores, exp
+//      + Σ_t p_t² ρ_t² [(u_kv² + d u_acc²) a_t + u_acc² (1 + s_t² + (s_t − m)²)]   scores, exp
 //      + (u_p² + u_kv²) Σ_t p_t² ‖v_t‖²                          P and V rounded
 //      + u_acc² Σ_t (‖S_t‖² + ‖o‖² L_t²)                          P·V and Σ P summed in float
 //      + ‖õ − o‖² + (k − 1) u_out² (Σ_t p_t ‖v_t‖)² + u_acc² ‖o‖²  output rounded to õ, k times
 //
-// with s_t = τ q·k_t, p = softmax(s), m = max s, o = Σ p_t v_t, r_t = ‖v_t − o‖,
+// with s_t = τ q·k_t, p = softmax(s), m = max s, o = Σ p_t v_t, ρ_t² = ‖v_t‖² + ‖o‖² (for
+// ‖v_t − o‖², which needs o before the pass over V),
 // a_t = τ² Σ_i q_i² k_ti², S_t = Σ_{u≤t} p_u v_u and L_t = Σ_{u≤t} p_u (the partial sums each
 // rounded once), n keys, d = head dim. q̃ and õ are q and o rounded to nearest in the
 // precision of u_q and u_out: those two roundings are deterministic, so their effect is computed,
