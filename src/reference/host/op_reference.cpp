@@ -1,5 +1,6 @@
 // op_reference.cpp — the float64 op and its error estimate (op_reference.h has the formula).
 #include "reference/host/op_reference.h"
+#include "reference/host/ref_sums.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,27 +36,26 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
     return 0.0;
   }
   // Pass 1, over K: the scores, Σ_i (q_i k_ti)² and, where the op rounds q, δs_t = τ (q̃ − q)·k_t.
-  std::vector<double> dq(static_cast<size_t>(dk), 0.0);
+  std::vector<double> qd(static_cast<size_t>(dk)), dq(static_cast<size_t>(dk));
   bool q_rounds = false;
-  for (int32_t i = 0; i < dk; ++i) q_rounds |= (dq[i] = round_to(in.q[i], r.u_q) - in.q[i]) != 0.0;
+  for (int32_t i = 0; i < dk; ++i) {
+    qd[i] = in.q[i];
+    q_rounds |= (dq[i] = round_to(qd[i], r.u_q) - qd[i]) != 0.0;
+  }
   std::vector<double> s(static_cast<size_t>(n)), a(static_cast<size_t>(n)), ds(static_cast<size_t>(n));
   double m = -INFINITY;
   for (int32_t t = 0; t < n; ++t) {
     const float* k = row(in.k, in.stride, t);
-    double dot = 0.0, dot2 = 0.0, ddot = 0.0;
-    for (int32_t i = 0; i < dk; ++i) {
-      const double qk = static_cast<double>(in.q[i]) * k[i];
-      dot += qk;
-      dot2 += qk * qk;
-    }
-    if (q_rounds)
-      for (int32_t i = 0; i < dk; ++i) ddot += dq[i] * k[i];
-    m = std::max(m, s[t] = dot * in.scale);
-    a[t] = dot2 * in.scale * in.scale;
-    ds[t] = ddot * in.scale;
+    double qk = 0.0, qk2 = 0.0;
+    ref::dot_and_squares(qd.data(), k, static_cast<size_t>(dk), &qk, &qk2);
+    m = std::max(m, s[t] = qk * in.scale);
+    a[t] = qk2 * in.scale * in.scale;
+    ds[t] = q_rounds ? ref::dot(dq.data(), k, static_cast<size_t>(dk)) * in.scale : 0.0;
   }
+  // e_t = exp(s_t − m), kept for pass 2.
+  std::vector<double> e(static_cast<size_t>(n));
   double denom = 0.0;
-  for (int32_t t = 0; t < n; ++t) denom += std::exp(s[t] - m);
+  for (int32_t t = 0; t < n; ++t) denom += (e[t] = std::exp(s[t] - m));
   // Pass 2, over V, every sum the estimate needs at once: S_t the partial sums of P·V (their last
   // is o), and w_t the scores term's weight of r_t², taken as ‖v_t‖² + ‖o‖² (r_t = ‖v_t − o‖
   // needs o, a second pass; the two differ where V rows share a feature, such as a sentinel,
@@ -65,23 +65,16 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
   double partial_pv = 0.0, partial_p = 0.0, weight = 0.0, pv = 0.0, mean_norm = 0.0;
   double w_sum = 0.0, w_v2 = 0.0, ds_sum = 0.0;
   for (int32_t t = 0; t < n; ++t) {
-    const double p = std::exp(s[t] - m) / denom;
+    const double p = e[t] / denom;
     const double w = sq(p) * ((sq(r.u_kv) + dk * sq(r.u_acc)) * a[t] +
                               sq(r.u_acc) * (1.0 + sq(s[t]) + sq(s[t] - m)));
     const double pds = p * ds[t];
     const float* v = row(in.v, in.stride, t);
-    double v2 = 0.0;
-    for (int32_t d = 0; d < dv; ++d) {
-      const double x = v[d];
-      v2 += x * x;
-      out[d] += p * x;
-    }
+    const double v2 = ref::add_scaled_row(p, v, static_cast<size_t>(dv), out);
     // ‖S_t‖² of every kSampledSums-th partial sum, standing for the ones between: a partial sum
     // moves by one weight at a time, and a norm per key would be the costliest term here.
     if (t % kSampledSums == kSampledSums - 1 || t == n - 1) {
-      double s2 = 0.0;
-      for (int32_t d = 0; d < dv; ++d) s2 += out[d] * out[d];
-      partial_pv += s2 * (t % kSampledSums + 1);
+      partial_pv += ref::squares(out, static_cast<size_t>(dv)) * (t % kSampledSums + 1);
     }
     if (q_rounds)
       for (int32_t d = 0; d < dv; ++d) ds_v[d] += pds * v[d];
@@ -114,13 +107,9 @@ double attend_op_projected(const OpHeadInputs& in, const OpRounding& r, const fl
   double wf2 = 0.0, o2 = 0.0;
   for (int32_t d = 0; d < dout; ++d) {
     const float* wr = w + static_cast<int64_t>(d) * in.dv;
-    double acc = 0.0;
-    for (int32_t i = 0; i < in.dv; ++i) {
-      acc += static_cast<double>(wr[i]) * lat[i];
-      wf2 += sq(wr[i]);
-    }
-    out[d] = acc;
-    o2 += sq(acc);
+    out[d] = ref::dot(lat.data(), wr, static_cast<size_t>(in.dv));
+    wf2 += ref::squares(wr, static_cast<size_t>(in.dv));
+    o2 += sq(out[d]);
   }
   // Through w: a random projection scales an error's norm by ‖w‖_F / sqrt(dv); w's own float sum
   // adds sqrt(dv) roundings of the output's size.

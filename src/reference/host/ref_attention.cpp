@@ -28,9 +28,7 @@ void RefAttention::step(const std::vector<double>& x, double* o) {
     const double* qh = q.data() + static_cast<size_t>(hq) * D;
     for (int32_t t = 0; t < n; ++t) {
       const float* kt = k_.data() + t * kv_dim_ + head_off;
-      double dot = 0.0;
-      for (int32_t d = 0; d < D; ++d) dot += qh[d] * kt[d];
-      scores[t] = dot * static_cast<double>(w_.softmax_scale);
+      scores[t] = ref::dot(qh, kt, static_cast<size_t>(D)) * static_cast<double>(w_.softmax_scale);
     }
     ref::attend(
         scores, n, [&](int32_t t) { return v_.data() + t * kv_dim_ + head_off; }, D,

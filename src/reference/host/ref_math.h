@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "model/model_weights.h"
+#include "reference/host/ref_sums.h"
 
 namespace kv::ref {
 
 inline void rms_norm(const std::vector<double>& h, std::vector<double>& x) {
-  double ss = 0.0;
-  for (double v : h) ss += v * v;
+  const double ss = squares(h.data(), h.size());
   const double inv = 1.0 / std::sqrt(ss / static_cast<double>(h.size()) + kRmsNormEps);
   for (size_t i = 0; i < h.size(); ++i) x[i] = h[i] * inv;
 }
@@ -22,10 +22,8 @@ inline void rms_norm(const std::vector<double>& h, std::vector<double>& x) {
 inline void matvec(const float* w, const double* x, size_t cols, double* y, size_t rows,
                    const float* bias = nullptr) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* row = w + r * cols;
-    double s = bias ? bias[r] : 0.0;
-    for (size_t c = 0; c < cols; ++c) s += static_cast<double>(row[c]) * x[c];
-    y[r] = s;
+    const double s = dot(w + r * cols, x, cols);
+    y[r] = bias ? static_cast<double>(bias[r]) + s : s;
   }
 }
 

@@ -45,10 +45,7 @@ void RefMla::step(const std::vector<double>& x, double* o) {
     for (size_t t = 0; t < n; ++t) {
       const double* k = &kc_[(t * H + h) * D];
       const float* kr = latent(static_cast<int32_t>(t)) + R;
-      double dot = 0.0;
-      for (size_t d = 0; d < D; ++d) dot += q_nope[h * D + d] * k[d];
-      for (size_t p = 0; p < P; ++p) dot += q_rope[h * P + p] * kr[p];
-      sc[t] = dot * scale;
+      sc[t] = (ref::dot(&q_nope[h * D], k, D) + ref::dot(&q_rope[h * P], kr, P)) * scale;
     }
     ref::attend(
         sc, static_cast<int32_t>(n), [&](int32_t t) { return &v_[(t * H + h) * D]; },
