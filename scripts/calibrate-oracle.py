@@ -105,7 +105,8 @@ def run_one(kvcheck, path, seed, device, backend, out_dir, reference_device=None
     return {"exit": p.code, "verdict": doc["verdict"], "sites": largest("max_rel_error_by_site"),
             "precision": "half_io" if backend else "f32",
             "op_precision": op_precision, "op_errors": largest("max_op_error_by_site"),
-            "op_ratios": largest("max_op_bound_ratio_by_site")}
+            "op_ratios": largest("max_op_bound_ratio_by_site"),
+            "input_errors": largest("max_input_error_by_site")}
 
 
 def measure(a):
@@ -176,7 +177,8 @@ def round_up(x):
 
 
 def op_worst(records):
-    """Per (dtype, site, op precision): (largest error / bound, its run, largest op error, runs)."""
+    """Per (dtype, site, op precision): (largest error / bound, its run, largest op error, runs,
+    largest end-to-end error, largest input error) over the runs with op figures."""
     worst = {}
     for r in records:
         if r["exit"] == kv.CANNOT_RUN:
@@ -184,10 +186,12 @@ def op_worst(records):
         for site, ratio in r.get("op_ratios", {}).items():
             key = (r["dtype"], site, r["op_precision"])
             where = f'{r["scenario"]} seed {r["seed"]} ({r["device"]})'
-            old = worst.get(key, (-1.0, "", 0.0, 0))
+            old = worst.get(key, (-1.0, "", 0.0, 0, 0.0, 0.0))
             err = max(old[2], r["op_errors"].get(site, 0.0))
+            e2e = max(old[4], r["sites"].get(site, 0.0))
+            inp = max(old[5], r.get("input_errors", {}).get(site, 0.0))
             best = (ratio, where) if math.isnan(ratio) or ratio > old[0] else old[:2]
-            worst[key] = (*best, err, old[3] + 1)
+            worst[key] = (*best, err, old[3] + 1, e2e, inp)
     return worst
 
 
@@ -201,11 +205,14 @@ def read_records(files):
 
 
 def op_table(worst, min_ratio):
+    # The last three columns split the end-to-end error: the op's own (op error) and what its
+    # inputs brought (input error: float64 of the op over the engine's inputs vs the reference).
     lines = ["| cache dtype | site | op precision | runs | largest error / bound | where | "
-             "largest op error |", "|---|---|---|---|---|---|---|"]
+             "largest op error | largest end-to-end error | largest input error |",
+             "|---|---|---|---|---|---|---|---|---|"]
     bad = []
     for key in sorted(worst, key=lambda k: (DTYPES.index(k[0]), k[1], k[2])):
-        ratio, where, err, runs = worst[key]
+        ratio, where, err, runs, e2e, inp = worst[key]
         flag = ""
         if not ratio <= 1.0:
             flag = " **above the bound**"
@@ -214,7 +221,7 @@ def op_table(worst, min_ratio):
         if flag:
             bad.append(f"{' '.join(key)}: {ratio:.3g} ({where})")
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {runs} | {ratio:.3g}{flag} | {where} | "
-                     f"{err:.3g} |")
+                     f"{err:.3g} | {e2e:.3g} | {inp:.3g} |")
     return lines, bad
 
 

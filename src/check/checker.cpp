@@ -142,6 +142,8 @@ void Checker::check_op(const Where& w, const OpRowError* heads) {
     const double ratio = e.bound > 0.0 ? e.error / e.bound : (e.error > 0.0 ? INFINITY : 0.0);
     stats_.site_max_op_error[site] = std::max(stats_.site_max_op_error[site], rel);
     stats_.site_max_op_bound_ratio[site] = std::max(stats_.site_max_op_bound_ratio[site], ratio);
+    if (e.input_error >= 0.0)
+      stats_.site_max_input_error[site] = std::max(stats_.site_max_input_error[site], e.input_error);
     if (!(e.error <= e.bound)) {
       Where wh = w;
       wh.head = h;
@@ -324,9 +326,12 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
           measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
                       want(rows[k].chunk, rows[k].pos, l), H, D, err);
         }
-        if (op_ && job >= 0 && op_chunks[rows[k].chunk] && op_->judges_layer(cs, l))
+        if (op_ && job >= 0 && op_chunks[rows[k].chunk] && op_->judges_layer(cs, l)) {
+          const double* ref_row = device_measures_ ? nullptr : want(rows[k].chunk, rows[k].pos, l);
           op_->measure(cs, rows[k].chunk, rows[k].pos, l,
-                       &op_errs[l * per_layer + k * static_cast<size_t>(H)]);
+                       &op_errs[l * per_layer + k * static_cast<size_t>(H)], ref_row,
+                       row_floor(ref_row, H, D));
+        }
         if (!out.quant_out[l].empty())
           quant_finite[l * rows.size() + k] =
               all_finite(out.quant_out[l].data() + rows[k].row * q_dim, H * D) ? 1 : 0;

@@ -50,7 +50,7 @@ bool OpChecker::judges_layer(const CheckedStep& step, size_t layer) const {
 }
 
 void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position, size_t layer,
-                        OpRowError* heads) const {
+                        OpRowError* heads, const double* reference, double floor) const {
   const ModelSpec& m = s_.model;
   const StepPlan& plan = step.plan;
   const ScheduledChunk& c = plan.chunks[chunk];
@@ -90,7 +90,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
       in.scale = w_.softmax_scale;
       e = attend_op(in, r, want.data());
     }
-    double err2 = 0.0, norm2 = 0.0;
+    double err2 = 0.0, norm2 = 0.0, in2 = 0.0, ref2 = 0.0;
     for (int32_t d = 0; d < D; ++d) {
       const double diff = static_cast<double>(got[h * D + d]) - want[d];
       err2 += diff * diff;
@@ -98,6 +98,13 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
     }
     // NaN where the row is not finite (the end-to-end check reports it as such).
     heads[h] = {std::sqrt(err2), safety_ * e, std::sqrt(norm2)};
+    if (!reference) continue;
+    for (int32_t d = 0; d < D; ++d) {
+      const double r = reference[h * D + d];
+      in2 += (want[d] - r) * (want[d] - r);
+      ref2 += r * r;
+    }
+    heads[h].input_error = std::sqrt(in2) / std::max({std::sqrt(ref2), floor, 1e-30});
   }
 }
 

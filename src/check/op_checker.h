@@ -23,9 +23,13 @@
 namespace kv {
 
 // One head of one op output row: the L2 error against the op's float64 value, the bound it is
-// judged with (safety factor included) and the value's norm (for relative figures).
+// judged with (safety factor included) and the value's norm (for relative figures); and, where
+// the end-to-end reference row was given, the relative L2 distance between the op's float64
+// value and it (the denominator floored as the end-to-end check floors it): the part of the
+// end-to-end error the op's inputs brought with them, upstream rounding compounded; -1 without.
 struct OpRowError {
   double error = 0.0, bound = 0.0, norm = 0.0;
+  double input_error = -1.0;
 };
 
 class OpChecker {
@@ -40,10 +44,12 @@ class OpChecker {
   // known, ChunkKv::unwritten_rows); and per layer: whether it is (a paged layer).
   std::vector<uint8_t> judged_chunks(const CheckedStep& step) const;
   bool judges_layer(const CheckedStep& step, size_t layer) const;
-  // Per head of the row at `position` of chunk `chunk` in `layer`: its error and bound. The
-  // step must have been add()ed. Safe to call from several threads at once.
+  // Per head of the row at `position` of chunk `chunk` in `layer`: its error and bound; with
+  // `reference` (the end-to-end reference's row of that token and layer, every head) also the
+  // input error, relative to max(‖reference head‖, floor). The step must have been add()ed.
+  // Safe to call from several threads at once.
   void measure(const CheckedStep& step, size_t chunk, int32_t position, size_t layer,
-               OpRowError* heads) const;
+               OpRowError* heads, const double* reference = nullptr, double floor = 0.0) const;
   void release(int32_t request) { history_.erase(request); }
   const OpRounding& rounding(CheckSite site) const { return roundings_[static_cast<size_t>(site)]; }
   double safety() const { return safety_; }

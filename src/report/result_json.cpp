@@ -89,6 +89,7 @@ json to_json(const EpochStats& e) {
       {"max_rel_error_by_site", by_site(e.site_max_rel_error, true)},
       {"max_op_error_by_site", by_site(e.site_max_op_error, true)},
       {"max_op_bound_ratio_by_site", by_site(e.site_max_op_bound_ratio, true)},
+      {"max_input_error_by_site", by_site(e.site_max_input_error, true)},
       {"first_bad_step", e.first_bad_step ? json(*e.first_bad_step) : json(nullptr)},
       {"steps", e.steps},
       {"graph_replays", e.graph_replays},

@@ -171,6 +171,13 @@ Json epoch_schema() {
       {"max_op_bound_ratio_by_site",
        described("The same rows' largest error / bound (the bound of op_check; above 1 failed).",
                  site_map())},
+      {"max_input_error_by_site",
+       described("The same rows' largest relative L2 distance between the op's float64 value "
+                 "over the engine's inputs and the end-to-end reference (denominator floored as "
+                 "max_rel_error_by_site's): the share of the end-to-end error the op's inputs "
+                 "brought, upstream rounding compounded over the layers. With "
+                 "max_op_error_by_site it says whether the op or what fed it moved a row.",
+                 site_map())},
       {"first_bad_step", Json{{"type", {"integer", "null"}}, {"minimum", 0}}},
       {"steps", integer(0)},
       {"graph_replays", integer(0)},

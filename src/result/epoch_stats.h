@@ -33,6 +33,10 @@ struct EpochStats : EpochCounters {
   // where no row of the site was judged so.
   std::array<double, kNumCheckSites> site_max_op_error = no_site_errors();
   std::array<double, kNumCheckSites> site_max_op_bound_ratio = no_site_errors();
+  // The same rows' largest relative distance between the op's float64 value over the engine's
+  // inputs and the end-to-end reference: the share of the end-to-end error that came in with
+  // the op's inputs (upstream rounding, compounded over the layers), not from the op.
+  std::array<double, kNumCheckSites> site_max_input_error = no_site_errors();
   std::optional<int64_t> first_bad_step;    // within the epoch
   double seconds = 0.0;                     // wall time of the epoch's steps
   double check_seconds = 0.0;               // spent in the reference and checks
