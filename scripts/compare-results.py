@@ -46,9 +46,11 @@ RENAMED = {
 }
 
 # Fields (JSON pointers) that differ between two builds by nature: where the files were and what
-# the binaries (and plugins) are. The wall times go too, wherever they are.
+# the binaries (and plugins) are; and the scenario file's digest (--before-scenarios reads the
+# earlier commit's files). The wall times and how a run was made (kvcheck_lib.RUN_IDENTITY) go
+# too, wherever they are.
 IGNORED = ("/scenario_path", "/kvcheck_version", "/backend/path", "/backend/version",
-           "/backend/sha256")
+           "/backend/sha256", "/scenario_sha256")
 
 MISSING = "(absent)"
 

@@ -167,10 +167,16 @@ def epoch_sum(doc, key):
     return sum(e.get(key) or 0 for e in doc["epochs"])
 
 
+# What says how a result was made (report/result_json.cpp, cli/run_scenarios.cpp): the build,
+# the command line and the time; two runs of one scenario differ there by nature.
+RUN_IDENTITY = ("build", "command_line", "started_at")
+
+
 def without_timings(doc):
     """A copy of a result document without its wall-time figures (TIMINGS), at the top level
-    and in each epoch: what two runs of one scenario must agree on besides."""
-    doc = {k: v for k, v in doc.items() if k not in TIMINGS}
+    and in each epoch, and without how it was made (RUN_IDENTITY): what two runs of one
+    scenario must agree on besides."""
+    doc = {k: v for k, v in doc.items() if k not in TIMINGS and k not in RUN_IDENTITY}
     if isinstance(doc.get("epochs"), list):
         doc["epochs"] = [{k: v for k, v in e.items() if k not in TIMINGS} for e in doc["epochs"]]
     return doc

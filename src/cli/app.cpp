@@ -19,6 +19,7 @@
 #include "cli/logging.h"
 #include "io/interrupt.h"
 #include "io/std_streams.h"
+#include "cli/invocation.h"
 #include "report/version.h"
 
 namespace kv::cli {
@@ -36,7 +37,7 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
   CLI::App app{"kvcheck — regression harness for the attention / KV-cache layer of LLM "
                "inference engines",
                "kvcheck"};
-  app.set_version_flag("--version", kKvcheckVersion);
+  app.set_version_flag("--version", describe(build_identity()));
   app.footer(exit_codes_help());
   app.require_subcommand(1);
   // -q/-v belong to the top level but may be written after the subcommand too.
@@ -48,6 +49,7 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
   const Command commands[] = {add_run_command(app), add_validate_command(app),
                               add_list_command(app), add_schema_command(app),
                               add_conform_command(app)};
+  set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

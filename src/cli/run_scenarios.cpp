@@ -36,6 +36,7 @@
 #include "cli/run_progress.h"
 #include "util/stopwatch.h"
 #include "plugin/placement.h"
+#include "cli/invocation.h"
 #include "plugin/sha256.h"
 #include "plugin/worker.h"
 #include "kernels/cuda/decode_path_env.h"
@@ -572,6 +573,13 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
         throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
                                            "scenario(s) done",
                                            deadline.seconds, s.name, i, scenarios.size()));
+      // How this result was made, whatever becomes of the run (an error result too).
+      const std::string started_at = utc_timestamp();
+      std::string scenario_sha256;
+      try {
+        scenario_sha256 = sha256_file(scenarios[i].path);
+      } catch (const std::exception&) {  // read once already; gone since: the result says so
+      }
       ScenarioReport rep;
       if (isolated) {
         const BackendOptions& b = backends[i];
@@ -584,6 +592,9 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       }
       // What ran is no longer needed: a long run holds one scenario's result at a time.
       s = Scenario{};
+      rep.doc["command_line"] = command_line();
+      if (!scenario_sha256.empty()) rep.doc["scenario_sha256"] = scenario_sha256;
+      rep.doc["started_at"] = started_at;
 
       atomic_write(files[i], dump_result(rep.doc));
       spdlog::debug("wrote {}", files[i].string());

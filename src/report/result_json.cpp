@@ -161,12 +161,23 @@ json to_json(const DeviceInfo& d) {
               {"gpu", std::move(gpu)}};
 }
 
+json to_json(const BuildIdentity& b) {
+  return {{"version", b.version},
+          {"commit", b.commit},
+          {"dirty", b.dirty},
+          {"build_type", b.build_type},
+          {"cuda", *b.cuda_version ? json{{"version", b.cuda_version},
+                                          {"architectures", b.cuda_architectures}}
+                                   : json(nullptr)}};
+}
+
 json to_json(const RunResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) epochs.push_back(to_json(e));
   json doc = {
       {"schema", kResultSchema},
-      {"kvcheck_version", kKvcheckVersion},
+      {"kvcheck_version", build_identity().version},
+      {"build", to_json(build_identity())},
       {"scenario", r.scenario},
       {"scenario_path", r.scenario_path},
       {"device", r.device},

@@ -5,6 +5,7 @@
 // "nan", "inf" and "-inf" so the document stays valid JSON.
 #pragma once
 
+#include "report/version.h"
 #include <nlohmann/json.hpp>
 
 #include "result/run_result.h"
@@ -22,6 +23,7 @@ nlohmann::json to_json(const EpochStats& e);
 nlohmann::json to_json(const BackendReport& b);
 nlohmann::json to_json(const RunError& e);
 nlohmann::json to_json(const DeviceInfo& d);
+nlohmann::json to_json(const BuildIdentity& b);
 nlohmann::json to_json(const RunResult& r);
 
 // The document as written to disk and to stdout: two-space indent, trailing newline.

@@ -312,12 +312,42 @@ std::string result_schema_text() {
        "result` from the check-site, op and regression tables. Version 2 renamed "
        "first_failure.op to first_failure.site and added first_failure.ops; verdict error and "
        "its error block, device_info, tolerances (per site), epochs[].max_rel_error_by_site, "
-       "coverage, coverage_gaps, the epochs' coverage counters, op_check and "
-       "epochs[].max_op_*_by_site (and first_failure.check op_drift) were added within it."},
+       "coverage, coverage_gaps, the epochs' coverage counters, op_check, "
+       "epochs[].max_op_*_by_site and max_input_error_by_site (and first_failure.check "
+       "op_drift), build, command_line, scenario_sha256 and started_at were added within it."},
   };
   Json props{
       {"schema", Json{{"const", kResultSchema}}},
-      {"kvcheck_version", Json{{"type", "string"}}},
+      {"kvcheck_version", described("build.version, kept for readers of older results.",
+                                    Json{{"type", "string"}})},
+      {"build",
+       described("Which kvcheck made this result (also `kvcheck --version`): commit is the git "
+                 "commit of the source tree at build time (\"unknown\" outside git), dirty "
+                 "whether its tracked files differed from it; cuda is null for a host-only "
+                 "build.",
+                 object(Json{{"version", Json{{"type", "string"}}},
+                             {"commit", Json{{"type", "string"},
+                                             {"pattern", "^([0-9a-f]{40}|[0-9a-f]{64}|unknown)$"}}},
+                             {"dirty", Json{{"type", "boolean"}}},
+                             {"build_type", Json{{"type", "string"}}},
+                             {"cuda", Json{{"oneOf",
+                                            Json::array({Json{{"type", "null"}},
+                                                         object(Json{{"version", Json{{"type", "string"}}},
+                                                                     {"architectures",
+                                                                      Json{{"type", "string"}}}})})}}}}))},
+      {"command_line",
+       described("The kvcheck command line that made it, word by word (written by `kvcheck "
+                 "run`).",
+                 Json{{"type", "array"}, {"items", Json{{"type", "string"}}}})},
+      {"scenario_sha256",
+       described("SHA-256 of the scenario file's bytes as run, as sha256sum prints it (written "
+                 "by `kvcheck run`).",
+                 Json{{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}})},
+      {"started_at",
+       described("When the scenario's run began, UTC, ISO 8601 to the second (written by "
+                 "`kvcheck run`).",
+                 Json{{"type", "string"},
+                      {"pattern", "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"}})},
       {"scenario", described("The scenario's name.", Json{{"type", "string"}})},
       {"scenario_path", Json{{"type", "string"}}},
       {"device", described("Where the ops ran: host or cuda.", Json{{"type", "string"}})},
@@ -388,7 +418,8 @@ std::string result_schema_text() {
   Json body = object(std::move(props),
                      {"reference_sampled_requests", "reference_mode_reason",
                       "reference_protection", "reference_device_bytes", "reference_agreement",
-                      "op_check", "backend", "error"});
+                      "op_check", "backend", "error", "command_line", "scenario_sha256",
+                      "started_at"});
   for (auto& [k, v] : body.items()) doc[k] = v;
   doc["$defs"] = Json{
       {"number", described("A number, or a non-finite one as a string.",
