@@ -129,6 +129,34 @@ std::vector<TighterSite> site_tolerances_below_table(const Scenario& s, OpPrecis
   return out;
 }
 
+namespace {
+
+// What kvcheck's CUDA ops round q and P to for their tensor cores, per site and cache dtype
+// (kernels/cuda; measured on an H100 at 896765b, results/oracle-calibration.md): the MLA decode
+// (mla_wgmma, mla_tc) takes bf16 operands over a bf16 latent and f16 ones over fp8 (q scaled
+// per head by a power of two); the MLA prefills and the bf16 decode split q and P into bf16
+// hi + lo halves (about 16 bits); the attention prefills, and the decode over fp8, stay at
+// float32's level (their op errors 0.9-1.6e-6 against a hi + lo bound 11-20x that). An f32
+// cache: float32 throughout. The f16 cache was not measured: taken as hi + lo but at the MLA
+// decode (f16).
+double cuda_builtin_operands(CheckSite site, DType cache) {
+  if (cache == DType::f32) return 0.0;
+  switch (site) {
+    case CheckSite::mla_decode:
+      return cache == DType::bf16 ? kUnitRoundoffBf16 : kUnitRoundoffF16;
+    case CheckSite::mla_prefill:
+    case CheckSite::mla_prefill_with_context: return kUnitRoundoffBf16x2;
+    case CheckSite::decode:
+      return cache == DType::fp8_e4m3 ? 0.0 : kUnitRoundoffBf16x2;
+    case CheckSite::prefill:
+    case CheckSite::prefill_with_context:
+      return cache == DType::f16 ? kUnitRoundoffBf16x2 : 0.0;
+    default: return 0.0;
+  }
+}
+
+}  // namespace
+
 OpRoundings op_roundings(OpPrecision precision, DType cache_dtype) {
   OpRoundings all{};  // host_f32: float32 arithmetic only
   for (size_t i = 0; i < kNumCheckSites; ++i) {
@@ -136,11 +164,7 @@ OpRoundings op_roundings(OpPrecision precision, DType cache_dtype) {
     switch (precision) {
       case OpPrecision::host_f32: break;
       case OpPrecision::cuda_builtin:
-        if (static_cast<CheckSite>(i) == CheckSite::mla_decode && cache_dtype == DType::bf16) {
-          r.u_q = r.u_p = kUnitRoundoffBf16;
-        } else if (cache_dtype != DType::f32) {
-          r.u_q = r.u_p = kUnitRoundoffBf16x2;
-        }
+        r.u_q = r.u_p = cuda_builtin_operands(static_cast<CheckSite>(i), cache_dtype);
         break;
       case OpPrecision::half_io:
         r.u_q = r.u_p = r.u_out = kUnitRoundoffBf16;

@@ -104,5 +104,34 @@ TEST(Tolerances, SiteToleranceKeysAreTheDriftSites) {
   EXPECT_EQ(keys, sites);
 }
 
+// The op checks' roundings follow what each of kvcheck's CUDA kernels rounds its tensor-core
+// operands to (tolerances.cpp, cuda_builtin_operands): a bound with too coarse a rounding lets a
+// 10x error through, one too fine cries wolf (the fp8 MLA decode on f16 operands was 17.7x over
+// a hi + lo bound on an H100).
+TEST(OpRoundings, CudaBuiltinTakesWhatEachKernelRounds) {
+  auto u_q = [](DType dtype, CheckSite site) {
+    const OpRounding r = op_roundings(OpPrecision::cuda_builtin, dtype)[static_cast<size_t>(site)];
+    EXPECT_EQ(r.u_q, r.u_p);
+    EXPECT_EQ(r.u_kv, 0.0);
+    EXPECT_EQ(r.u_out, 0.0);
+    return r.u_q;
+  };
+  EXPECT_EQ(u_q(DType::bf16, CheckSite::mla_decode), kUnitRoundoffBf16);
+  EXPECT_EQ(u_q(DType::fp8_e4m3, CheckSite::mla_decode), kUnitRoundoffF16);
+  for (DType d : {DType::bf16, DType::fp8_e4m3})
+    for (CheckSite site : {CheckSite::mla_prefill, CheckSite::mla_prefill_with_context})
+      EXPECT_EQ(u_q(d, site), kUnitRoundoffBf16x2);
+  EXPECT_EQ(u_q(DType::bf16, CheckSite::decode), kUnitRoundoffBf16x2);
+  EXPECT_EQ(u_q(DType::fp8_e4m3, CheckSite::decode), 0.0);
+  for (DType d : {DType::bf16, DType::fp8_e4m3})
+    for (CheckSite site : {CheckSite::prefill, CheckSite::prefill_with_context})
+      EXPECT_EQ(u_q(d, site), 0.0);
+  for (size_t i = 0; i < kNumCheckSites; ++i)
+    EXPECT_EQ(u_q(DType::f32, static_cast<CheckSite>(i)), 0.0);
+  // The host ops: float32 arithmetic only.
+  for (const OpRounding& r : op_roundings(OpPrecision::host_f32, DType::bf16))
+    EXPECT_EQ(r.u_q + r.u_p + r.u_kv + r.u_out, 0.0);
+}
+
 }  // namespace
 }  // namespace kv
