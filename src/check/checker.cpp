@@ -10,6 +10,7 @@
 #include "reference/host/host_reference.h"
 #include "util/parallel_for.h"
 #include "reference/reference_sample.h"
+#include "check/row_error.h"
 #include "check/tolerances.h"
 #include "util/stopwatch.h"
 
@@ -28,28 +29,15 @@ double l2(const double* v, int32_t n) {
   return std::sqrt(s);
 }
 
-// ‖out − ref‖ / max(‖ref‖, floor). The floor is kRowNormFloor times the RMS head norm of the
-// token's whole output: a linear-attention head reads q·S, which can nearly cancel, so one head's
-// row can be 20x smaller than its neighbours while carrying the same absolute rounding noise;
-// attention and mla rows are convex combinations of V rows and sit far above the floor.
-double rel_l2(const float* out, const double* ref, int32_t n, double floor) {
-  double num = 0.0, den = 0.0;
-  for (int32_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(out[i]) - ref[i];
-    num += d * d;
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num) / std::max({std::sqrt(den), floor, 1e-30});
-}
-
 double row_floor(const double* want, int32_t H, int32_t D) {
   return want ? kRowNormFloor * l2(want, H * D) / std::sqrt(static_cast<double>(H)) : 0.0;
 }
 
 // Per head of one token's output: the relative L2 error against `want` (0 without a reference
-// to compare with), or NaN where the output is not finite. Pure arithmetic: rows in parallel.
-void measure_row(const float* got, const double* want, int32_t H, int32_t D, double* err) {
-  const double floor = row_floor(want, H, D);
+// to compare with; floor: row_floor(want)), or NaN where the output is not finite. Pure
+// arithmetic: rows in parallel.
+void measure_row(const float* got, const double* want, int32_t H, int32_t D, double floor,
+                 double* err) {
   for (int32_t h = 0; h < H; ++h) {
     const float* g = got + h * D;
     err[h] = !all_finite(g, D) ? NAN : want ? rel_l2(g, want + h * D, D, floor) : 0.0;
@@ -317,21 +305,22 @@ void Checker::judge(const CheckedStep& cs, const std::vector<int64_t>& jobs) {
       for (size_t l = 0; l < layers; ++l) {
         double* err = &errs[l * per_layer + k * static_cast<size_t>(H)];
         const int64_t job = jobs[rows[k].chunk];
-        if (device_measures_ && job >= 0) {  // measured by the reference (judge_held)
+        // The reference's row where it is on the host (null outside the sample, or where the
+        // reference measured the row on its device in judge_held).
+        const bool measured = device_measures_ && job >= 0;
+        const double* ref_row = measured ? nullptr : want(rows[k].chunk, rows[k].pos, l);
+        const double floor = row_floor(ref_row, H, D);
+        if (measured) {
           const int64_t row =
               measured_row0_[static_cast<size_t>(job)] +
               (rows[k].pos - plan.chunks[rows[k].chunk].start);
           std::copy_n(&measured_[(static_cast<size_t>(row) * layers + l) * H], H, err);
         } else {
-          measure_row(out.attn_out[l].data() + rows[k].row * q_dim,
-                      want(rows[k].chunk, rows[k].pos, l), H, D, err);
+          measure_row(out.attn_out[l].data() + rows[k].row * q_dim, ref_row, H, D, floor, err);
         }
-        if (op_ && job >= 0 && op_chunks[rows[k].chunk] && op_->judges_layer(cs, l)) {
-          const double* ref_row = device_measures_ ? nullptr : want(rows[k].chunk, rows[k].pos, l);
+        if (op_ && job >= 0 && op_chunks[rows[k].chunk] && op_->judges_layer(cs, l))
           op_->measure(cs, rows[k].chunk, rows[k].pos, l,
-                       &op_errs[l * per_layer + k * static_cast<size_t>(H)], ref_row,
-                       row_floor(ref_row, H, D));
-        }
+                       &op_errs[l * per_layer + k * static_cast<size_t>(H)], ref_row, floor);
         if (!out.quant_out[l].empty())
           quant_finite[l * rows.size() + k] =
               all_finite(out.quant_out[l].data() + rows[k].row * q_dim, H * D) ? 1 : 0;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "check/row_error.h"
+
 namespace kv {
 namespace {
 
@@ -90,7 +92,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
       in.scale = w_.softmax_scale;
       e = attend_op(in, r, want.data());
     }
-    double err2 = 0.0, norm2 = 0.0, in2 = 0.0, ref2 = 0.0;
+    double err2 = 0.0, norm2 = 0.0;
     for (int32_t d = 0; d < D; ++d) {
       const double diff = static_cast<double>(got[h * D + d]) - want[d];
       err2 += diff * diff;
@@ -98,13 +100,7 @@ void OpChecker::measure(const CheckedStep& step, size_t chunk, int32_t position,
     }
     // NaN where the row is not finite (the end-to-end check reports it as such).
     heads[h] = {std::sqrt(err2), safety_ * e, std::sqrt(norm2)};
-    if (!reference) continue;
-    for (int32_t d = 0; d < D; ++d) {
-      const double r = reference[h * D + d];
-      in2 += (want[d] - r) * (want[d] - r);
-      ref2 += r * r;
-    }
-    heads[h].input_error = std::sqrt(in2) / std::max({std::sqrt(ref2), floor, 1e-30});
+    if (reference) heads[h].input_error = rel_l2(want.data(), reference + h * D, D, floor);
   }
 }
 

@@ -36,18 +36,15 @@ double attend_op(const OpHeadInputs& in, const OpRounding& r, double* out) {
     return 0.0;
   }
   // Pass 1, over K: the scores, Σ_i (q_i k_ti)² and, where the op rounds q, δs_t = τ (q̃ − q)·k_t.
-  std::vector<double> qd(static_cast<size_t>(dk)), dq(static_cast<size_t>(dk));
+  std::vector<double> dq(static_cast<size_t>(dk));
   bool q_rounds = false;
-  for (int32_t i = 0; i < dk; ++i) {
-    qd[i] = in.q[i];
-    q_rounds |= (dq[i] = round_to(qd[i], r.u_q) - qd[i]) != 0.0;
-  }
+  for (int32_t i = 0; i < dk; ++i) q_rounds |= (dq[i] = round_to(in.q[i], r.u_q) - in.q[i]) != 0.0;
   std::vector<double> s(static_cast<size_t>(n)), a(static_cast<size_t>(n)), ds(static_cast<size_t>(n));
   double m = -INFINITY;
   for (int32_t t = 0; t < n; ++t) {
     const float* k = row(in.k, in.stride, t);
     double qk = 0.0, qk2 = 0.0;
-    ref::dot_and_squares(qd.data(), k, static_cast<size_t>(dk), &qk, &qk2);
+    ref::dot_and_squares(in.q, k, static_cast<size_t>(dk), &qk, &qk2);
     m = std::max(m, s[t] = qk * in.scale);
     a[t] = qk2 * in.scale * in.scale;
     ds[t] = q_rounds ? ref::dot(dq.data(), k, static_cast<size_t>(dk)) * in.scale : 0.0;
