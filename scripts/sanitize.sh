@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# sanitize.sh [BUILD_DIR] — the ASan+UBSan check: configure kvcheck host-only (KVCHECK_CUDA=OFF)
-# with the test-only hooks (KVCHECK_TEST_HOOKS=ON) and g++ -fsanitize=address,undefined
-# -fno-sanitize-recover=undefined in a build folder of its own (default build-sanitize/ at the
-# repository root), build it, and run the unit tests (`ctest -L unit`) and every host scenario
-# against its expectation (the ctests scenario/* and validate/*) under the sanitizers. Any
-# sanitizer report fails its test; exits non-zero then.
+# sanitize.sh [BUILD_DIR] [--nightly] — the ASan+UBSan check: configure kvcheck host-only
+# (KVCHECK_CUDA=OFF) with the test-only hooks (KVCHECK_TEST_HOOKS=ON) and g++
+# -fsanitize=address,undefined -fno-sanitize-recover=undefined in a build folder of its own
+# (default build-sanitize/ at the repository root), build it, and run the unit tests (`ctest -L
+# unit`) and every host scenario against its expectation (the ctests scenario/* and validate/*)
+# under the sanitizers, but for the scale scenario scenarios/nightly/ (4 minutes under ASan on a
+# 2-core machine, and no code path the others miss). --nightly runs that one only
+# (scripts/nightly.sh). Any sanitizer report fails its test; exits non-zero then.
 # Prints the time of each part. SANITIZE_JOBS: build and test jobs (default every core).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build_dir="${1:-$repo/build-sanitize}"
+build_dir="$repo/build-sanitize" nightly=0
+for arg in "$@"; do
+  if [ "$arg" = --nightly ]; then nightly=1; else build_dir="$arg"; fi
+done
 jobs="${SANITIZE_JOBS:-$(nproc)}"
 
 # -O1: sanitized code at -O2 takes longer to build for little faster tests; -g for the reports.
@@ -32,9 +37,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-$asan}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 cd "$build_dir"
 status=0
+if [ "$nightly" = 1 ]; then
+  ctest --output-on-failure -j "$jobs" -R '^scenario/nightly/' || status=1
+  echo "sanitize: build $((built - start)) s, nightly scenarios $((SECONDS - built)) s" >&2
+  exit "$status"
+fi
 ctest --output-on-failure -j "$jobs" -L unit || status=1
 unit=$SECONDS
-ctest --output-on-failure -j "$jobs" -R '^(scenario|validate)/' || status=1
+ctest --output-on-failure -j "$jobs" -R '^(scenario|validate)/' -E '^scenario/nightly/' || status=1
 echo "sanitize: build $((built - start)) s, unit tests $((unit - built)) s," \
   "host scenarios $((SECONDS - unit)) s" >&2
 [ "$status" -eq 0 ] || echo "sanitize: FAILED: see the failing tests above" >&2

@@ -14,6 +14,7 @@
 #include "cli/option_checks.h"
 #include "cli/reference_choice.h"
 #include "cli/run_scenarios.h"
+#include "cli/seed_list.h"
 #include "plugin/placement.h"
 #include "scenario/field_table.h"
 #include "scenario/suggest.h"
@@ -32,13 +33,29 @@ Command add_run_command(CLI::App& parent) {
   auto reference = std::make_shared<ReferenceMode>();
   auto sampled_requests = std::make_shared<int32_t>(0);
 
-  app->add_option("files", opts->files, "Scenario files (JSON)")->required();
+  app->add_option("files", opts->files,
+                  "Scenario files (JSON), or folders: every scenario under one, sorted by path "
+                  "(*.schema.json skipped)")
+      ->required();
   app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
       ->transform(name_of(kDeviceKindNames, "device"))
       ->default_str(to_string(opts->device));
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
           ->check(uint64_text());
+  auto seeds_text = std::make_shared<std::string>();
+  app->add_option("--seeds", *seeds_text,
+                  "Run each scenario once per seed: a list such as 1-20,33 (one result each, "
+                  "<name>.seed<N>.json)")
+      ->type_name("LIST")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto parsed = parse_seed_list(v);
+            auto* error = std::get_if<std::string>(&parsed);
+            return error ? *error : std::string();
+          },
+          "LIST", "seed list"))
+      ->excludes(seed_opt);
   // The range the scenario parser accepts for the field it replaces (field_table.h).
   const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));
   CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
@@ -86,6 +103,9 @@ Command add_run_command(CLI::App& parent) {
                 "End each scenario at its first failing check: the verdict and first failure "
                 "are final (every step before it was checked), the steps and epochs after it "
                 "are not run. A clean scenario runs whole. For CI gates and git bisect run");
+  app->add_flag("-x,--exitfirst", opts->exit_first,
+                "End the whole run after the first scenario that misses its expectation (or "
+                "whose backend failed): the scenarios after it are not run");
   app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
       ->check(non_empty_path())
       ->capture_default_str();
@@ -167,6 +187,7 @@ Command add_run_command(CLI::App& parent) {
     if (*reference_opt) o.overrides.reference = *reference;
     if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
     if (*max_memory_opt) o.max_memory = parse_memory_size(*max_memory);
+    if (!seeds_text->empty()) o.seeds = std::get<std::vector<uint64_t>>(parse_seed_list(*seeds_text));
     if (auto error = check_reference_overrides(o.overrides)) {
       spdlog::error("{}", *error);
       return static_cast<int>(kExitBadInput);

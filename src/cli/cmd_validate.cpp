@@ -19,7 +19,7 @@ Command add_validate_command(CLI::App& parent) {
   CLI::App* app =
       parent.add_subcommand("validate", "Parse and check scenario files without running them");
   auto files = std::make_shared<std::vector<std::string>>();
-  app->add_option("files", *files, "Scenario files (JSON)")->required();
+  app->add_option("files", *files, "Scenario files (JSON), or folders of them")->required();
 
   auto action = [files]() {
     LoadResult loaded = load_scenarios(*files);

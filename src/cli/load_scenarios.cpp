@@ -8,14 +8,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli/scenario_files.h"
 #include "scenario/old_spellings.h"
 #include "scenario/parse.h"
 
 namespace kv::cli {
 
-LoadResult load_scenarios(const std::vector<std::string>& paths) {
+LoadResult load_scenarios(const std::vector<std::string>& args) {
   LoadResult out;
-  for (const auto& path : paths) {
+  ScenarioFiles files = expand_scenario_paths(args);
+  out.errors = std::move(files.errors);
+  for (const auto& path : files.files) {
     try {
       auto parsed = load_scenario(path);
       if (auto* err = std::get_if<ScenarioError>(&parsed)) {

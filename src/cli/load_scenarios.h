@@ -1,4 +1,5 @@
-// load_scenarios.h — parse and validate every scenario file named on the command line before
+// load_scenarios.h — parse and validate every scenario file named on the command line (or found in
+// a folder named there) before
 // anything runs, so one bad file stops the whole command instead of failing half-way.
 #pragma once
 
@@ -10,7 +11,7 @@
 namespace kv::cli {
 
 struct LoadedScenario {
-  std::string path;  // as given on the command line
+  std::string path;  // as given on the command line, or found in a folder given there
   Scenario scenario;
 };
 
@@ -20,6 +21,7 @@ struct LoadResult {
   bool ok() const { return errors.empty(); }
 };
 
-LoadResult load_scenarios(const std::vector<std::string>& paths);
+// `args`: files and folders (cli/scenario_files.h: a folder stands for its scenario files).
+LoadResult load_scenarios(const std::vector<std::string>& args);
 
 }  // namespace kv::cli

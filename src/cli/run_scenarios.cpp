@@ -45,6 +45,7 @@
 #include "report/coverage.h"
 #include "report/format.h"
 #include "report/result_json.h"
+#include "report/run_summary.h"
 
 namespace kv::cli {
 
@@ -182,6 +183,18 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
+  if (!opts.seeds.empty()) {
+    std::vector<LoadedScenario> per_seed;
+    per_seed.reserve(scenarios.size() * opts.seeds.size());
+    for (const auto& l : scenarios)
+      for (uint64_t seed : opts.seeds) {
+        LoadedScenario run = l;
+        run.scenario.seed = seed;
+        run.scenario.name += fmt::format(".seed{}", seed);
+        per_seed.push_back(std::move(run));
+      }
+    scenarios = std::move(per_seed);
+  }
   if (opts.clean_twins) {
     std::vector<LoadedScenario> with_twins;
     for (auto& l : scenarios) {
@@ -524,6 +537,13 @@ int status_of_run_failure() {
   }
 }
 
+// The closing lines: the counts, then each scenario that did not pass. On stdout after the tables;
+// on stderr under --json, whose stdout is one JSON value.
+void print_summary(const RunSummary& summary, std::ostream& os) {
+  os << '\n' << summary_line(summary) << '\n';
+  for (const auto& line : summary.problems) os << line << '\n';
+}
+
 // Runs every scenario and returns the run's status: each scenario's outcome, and a failure that
 // stops the run (the deadline, an unwritable result, a worker that cannot run), combined in the
 // order of worse_status (exit_codes.h): a scenario found bad is never hidden by a later one that
@@ -566,8 +586,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   const ConsoleStyle style = console_style_for(std::cout);
   JsonStream json(opts.json, scenarios.size());
   int status = kExitOk;
+  const auto t0 = std::chrono::steady_clock::now();
+  RunSummary summary;
+  size_t i = 0;  // the scenario running; after the loop, how many ran
   try {
-    for (size_t i = 0; i < scenarios.size(); ++i) {
+    for (; i < scenarios.size(); ++i) {
       Scenario& s = scenarios[i].scenario;
       if (deadline.passed())  // before building the next engine, which can take a while itself
         throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
@@ -598,6 +621,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
 
       atomic_write(files[i], dump_result(rep.doc));
       spdlog::debug("wrote {}", files[i].string());
+      summary.add(rep.doc);
 
       if (opts.json) {
         json.add(rep.doc);
@@ -617,8 +641,17 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
         warn_mismatch(rep.name, rep.expected, rep.doc.value("coverage_gaps", nlohmann::json()));
         status = worse_status(status, kExitMismatch);
       }
+      if (opts.exit_first && status != kExitOk && i + 1 < scenarios.size()) {
+        spdlog::warn("stopping the run at the first scenario that missed its expectation "
+                     "(--exitfirst): {} scenario run(s) after it not run",
+                     scenarios.size() - i - 1);
+        ++i;
+        break;
+      }
     }
   } catch (...) {
+    ++summary.could_not_run;
+    ++i;
     const int failure = status_of_run_failure();
     if (status == kExitMismatch && failure == kExitCannotRun)
       spdlog::error("the run stopped early, after a scenario that did not meet its expectation: "
@@ -626,6 +659,9 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
     status = worse_status(status, failure);
   }
   json.close();
+  summary.not_run = static_cast<int64_t>(scenarios.size() - std::min(i, scenarios.size()));
+  summary.seconds = seconds_since(t0);
+  print_summary(summary, opts.json ? std::cerr : std::cout);
   std::cout.flush();
   return status;
 }

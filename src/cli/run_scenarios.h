@@ -26,7 +26,7 @@ struct BackendOptions {
 };
 
 struct RunOptions {
-  std::vector<std::string> files;
+  std::vector<std::string> files;  // scenario files and folders (cli/scenario_files.h)
   DeviceKind device = DeviceKind::host;
   Overrides overrides;
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
@@ -49,6 +49,12 @@ struct RunOptions {
   bool serial_checks = false;
   // --fail-fast: end each scenario at its first failing check (check/harness.h RunControl).
   bool fail_fast = false;
+  // -x/--exitfirst: end the whole run after the first scenario that misses its expectation (or
+  // whose backend failed); the scenarios after it are not run.
+  bool exit_first = false;
+  // --seeds: each scenario runs once per seed, as "<name>.seed<N>" (one result file each); empty:
+  // once, with the scenario's own seed (or --seed).
+  std::vector<uint64_t> seeds;
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

@@ -67,11 +67,15 @@ TEST_F(BoundedInput, SymlinkToDevZeroIsExit2NotAnAllocation) {
   EXPECT_TRUE(contains(r.err, "zero.json: is a character device, not a regular file")) << r.err;
 }
 
-TEST_F(BoundedInput, DirectoryIsExit2NamingThePath) {
+// A folder stands for the scenarios under it (suite_run_test.cpp); one that holds none is exit 2
+// naming it, for every command that reads scenarios.
+TEST_F(BoundedInput, EmptyDirectoryIsExit2NamingThePath) {
   fs::create_directories(dir_ / "adir.json");
-  CliRun r = kvcheck("run adir.json");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(contains(r.err, "adir.json: is a directory, not a regular file")) << r.err;
+  for (const std::string cmd : {"run", "validate"}) {
+    CliRun r = kvcheck(cmd + " adir.json");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "adir.json: the folder holds no scenario file")) << r.err;
+  }
 }
 
 TEST_F(BoundedInput, FileOverTheCapIsExit2) {

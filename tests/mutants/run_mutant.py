@@ -5,7 +5,8 @@ the suite catches its bug and names the op (ctest mutant/<name>, tests/mutants/C
   run_mutant.py KVCHECK PLUGIN OP SOURCE_DIR [--backend-timeout S]
 
 The backend suite is the default suite, scenarios/smoke.json, scenarios/seeds/*.json,
-scenarios/regressions/*.json in that order, run with --clean-twins: each scenario that switches
+scenarios/regressions/*.json in that order, run with --clean-twins (and, for a mutant, with
+--exitfirst: the run ends at the first miss): each scenario that switches
 regressions on also runs, right after itself, as "<name>.clean" with them off, expecting clean.
 The twins are what judge a backend's ops on the shapes only those scenarios have (MLA, fp8 caches,
 the interleaved layout, linear attention), where the original expects "corrupt" anyway.
@@ -42,7 +43,9 @@ def results_by_path(out_dir):
 
 
 def run_order(scenarios, results, source_dir):
-    """[(label, doc)] in kvcheck's run order, and the labels of runs that left no result."""
+    """[(label, doc)] in kvcheck's run order up to and with the first run that misses its
+    expectation (under --exitfirst nothing after it runs), and the labels of runs before it that
+    left no result."""
     runs, missing = [], []
     for s in scenarios:
         rel = os.path.relpath(s, source_dir)
@@ -51,11 +54,15 @@ def run_order(scenarios, results, source_dir):
             missing.append(rel)
             continue
         runs.append((rel, docs[0]))
+        if kv.misses_expectation(docs[0]):
+            break
         if docs[0].get("regressions"):
             if len(docs) < 2:
                 missing.append(rel + " (clean twin)")
             else:
                 runs.append(("{} (clean twin {})".format(rel, docs[1].get("scenario")), docs[1]))
+                if kv.misses_expectation(docs[1]):
+                    break
     return runs, missing
 
 
@@ -86,9 +93,11 @@ def main():
     scenarios = suite(args.source_dir)
 
     with tempfile.TemporaryDirectory(prefix="kvmutant-") as out_dir:
+        # A mutant's run ends at its first miss (--exitfirst): what the test judges is that miss.
         cmd = ([args.kvcheck, "run"] + scenarios
                + ["--clean-twins", "--backend", args.plugin,
-                  "--backend-timeout", args.backend_timeout, "--out", out_dir, "-q"])
+                  "--backend-timeout", args.backend_timeout, "--out", out_dir, "-q"]
+               + (["--exitfirst"] if args.op != "-" else []))
         proc = kv.run(cmd, merge_output=True)
         runs, missing = run_order(scenarios, results_by_path(out_dir), args.source_dir)
 
