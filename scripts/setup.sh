@@ -6,9 +6,10 @@
 set -euo pipefail
 
 # python3-jsonschema: for scripts/validate-scenarios.py (the ctest tests schema/*); libdlpack-dev:
-# the DLPack header the backend plugin ABI (include/kvcheck/backend.h) builds on.
+# the DLPack header the backend plugin ABI (include/kvcheck/backend.h) builds on; libxml2-utils:
+# xmllint, which validates `run --junit` reports against the vendored XSD (ctest schema/junit-xsd).
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-          libgtest-dev python3-jsonschema libdlpack-dev)
+          libgtest-dev python3-jsonschema libdlpack-dev libxml2-utils)
 
 missing=()
 for p in "${packages[@]}"; do

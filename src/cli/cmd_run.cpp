@@ -37,9 +37,13 @@ Command add_run_command(CLI::App& parent) {
                   "Scenario files (JSON), or folders: every scenario under one, sorted by path "
                   "(*.schema.json skipped)")
       ->required();
-  app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
+  CLI::Option* device_opt = app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
       ->transform(name_of(kDeviceKindNames, "device"))
       ->default_str(to_string(opts->device));
+  auto require_gpu = std::make_shared<bool>(false);
+  app->add_flag("--require-gpu", *require_gpu,
+                "A run that would not be on a GPU is exit 3, not a quiet host run: --device auto "
+                "and no --device mean cuda (for a nightly GPU gate)");
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
           ->check(uint64_text());
@@ -103,6 +107,11 @@ Command add_run_command(CLI::App& parent) {
                 "End each scenario at its first failing check: the verdict and first failure "
                 "are final (every step before it was checked), the steps and epochs after it "
                 "are not run. A clean scenario runs whole. For CI gates and git bisect run");
+  app->add_option("--junit", opts->junit_path,
+                  "Also write the run as a JUnit XML report to FILE (one testcase per scenario "
+                  "run; failures, errors and skipped as the summary counts them)")
+      ->type_name("FILE")
+      ->check(non_empty_path());
   app->add_flag("-x,--exitfirst", opts->exit_first,
                 "End the whole run after the first scenario that misses its expectation (or "
                 "whose backend failed): the scenarios after it are not run");
@@ -188,6 +197,13 @@ Command add_run_command(CLI::App& parent) {
     if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
     if (*max_memory_opt) o.max_memory = parse_memory_size(*max_memory);
     if (!seeds_text->empty()) o.seeds = std::get<std::vector<uint64_t>>(parse_seed_list(*seeds_text));
+    if (*require_gpu) {
+      if (device_opt->count() > 0 && o.device == DeviceKind::host) {
+        spdlog::error("--require-gpu: --device host runs on the CPU; pass --device cuda or auto");
+        return static_cast<int>(kExitBadInput);
+      }
+      o.device = DeviceKind::cuda;
+    }
     if (auto error = check_reference_overrides(o.overrides)) {
       spdlog::error("{}", *error);
       return static_cast<int>(kExitBadInput);

@@ -92,11 +92,22 @@ std::unique_ptr<Device> make_device(DeviceKind kind) {
     case DeviceKind::cuda: return make_cuda();
     case DeviceKind::automatic: break;
   }
-  if (cuda_device_available()) return make_cuda();
+  // Said out loud either way: a nightly GPU gate that quietly ran on the CPU would pass on the
+  // wrong device (--require-gpu makes that exit 3 instead).
+  if (cuda_device_available()) {
+    std::unique_ptr<Device> cuda = make_cuda();
+    spdlog::info("--device auto: running on {} (a CUDA GPU is visible)", cuda->name());
+    return cuda;
+  }
 #ifdef KVCHECK_HAVE_CUDA
-  if (const std::string why = kv::cuda_start_failure(); !why.empty())
+  if (const std::string why = kv::cuda_start_failure(); !why.empty()) {
     spdlog::warn("--device auto: {}; running on the host", driver_cannot_start(why));
+    return std::make_unique<HostDevice>();
+  }
 #endif
+  spdlog::warn("--device auto: running on the host ({}); --require-gpu makes this exit 3",
+               cuda_built() ? "no CUDA GPU is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES"
+                            : "this kvcheck was built without CUDA");
   return std::make_unique<HostDevice>();
 }
 

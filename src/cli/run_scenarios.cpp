@@ -45,6 +45,8 @@
 #include "report/coverage.h"
 #include "report/format.h"
 #include "report/result_json.h"
+#include "report/version.h"
+#include "report/junit.h"
 #include "report/run_summary.h"
 
 namespace kv::cli {
@@ -63,13 +65,34 @@ struct WorkerInternalError : std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// The hint for a run found corrupt where clean was expected, fitting the case: a regression on
+// (the corruption may be the point), a backend under the run (narrow it to an op), or neither.
+std::string corrupt_hint(const nlohmann::json& result) {
+  const auto regressions = result.find("regressions");
+  if (regressions != result.end() && regressions->is_array() && !regressions->empty())
+    return "a regression is on: if the corruption is the point, pass --expect corrupt; else "
+           "rerun with --no-regressions";
+  const auto backend = result.find("backend");
+  const auto ff = result.find("first_failure");
+  if (backend != result.end() && backend->is_object()) {
+    std::string ops;
+    if (ff != result.end() && ff->is_object() && ff->contains("ops"))
+      for (const auto& op : (*ff)["ops"]) ops += (ops.empty() ? "" : ", ") + op.get<std::string>();
+    return fmt::format("to find the backend op at fault, rerun with --backend-op OP=builtin for "
+                       "the ops behind the failing site{}: the failure that goes away names it; "
+                       "-v prints per-epoch progress",
+                       ops.empty() ? "" : " (" + ops + ")");
+  }
+  return "no regression is on and no backend is loaded: kvcheck's own ops disagree with the "
+         "reference; rerun with -v for per-epoch progress, and see the result's first_failure";
+}
+
 // `gaps`: the result's coverage_gaps, what kept the run from reaching its regressions.
-void warn_mismatch(const std::string& scenario, Expectation expected,
+void warn_mismatch(const std::string& scenario, Expectation expected, const nlohmann::json& result,
                    const nlohmann::json& gaps) {
   if (expected == Expectation::clean) {
     spdlog::warn("{}: corruption found where the scenario expects clean output", scenario);
-    spdlog::warn("  hint: rerun with -v for per-epoch progress; if the corruption is the point "
-                 "(a regression is on), pass --expect corrupt");
+    spdlog::warn("  hint: {}", corrupt_hint(result));
     return;
   }
   spdlog::warn("{}: the expected corruption was not found", scenario);
@@ -177,6 +200,17 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   if (auto error = cuda::decode_path_env_error()) {  // read by the CUDA device, checked here too
     spdlog::error("{}", *error);
     ok = false;
+  }
+  if (!opts.junit_path.empty()) {
+    const fs::path parent = fs::absolute(opts.junit_path).parent_path();
+    std::error_code ec;
+    if (fs::is_directory(opts.junit_path, ec)) {
+      spdlog::error("--junit {}: is a folder; expected the report's file name", opts.junit_path);
+      ok = false;
+    } else if (!fs::is_directory(parent, ec)) {
+      spdlog::error("--junit {}: its folder {} does not exist", opts.junit_path, parent.string());
+      ok = false;
+    }
   }
   LoadResult loaded = load_scenarios(opts.files);
   for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
@@ -522,6 +556,33 @@ class JsonStream {
   bool on_, array_, added_ = false;
 };
 
+// Inside `catch (...)`: what was thrown, in one line (for the JUnit report).
+std::string current_exception_text() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+// The JUnit report's frame: when, where, which kvcheck, how it was called.
+JunitSuite junit_suite() {
+  JunitSuite suite;
+  suite.timestamp = utc_timestamp();
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) suite.hostname = host;
+  const BuildIdentity& id = build_identity();
+  std::string command;
+  for (const auto& arg : command_line()) command += (command.empty() ? "" : " ") + arg;
+  suite.properties = {{"kvcheck.version", id.version},
+                      {"kvcheck.commit", id.commit},
+                      {"kvcheck.build", describe(id)},
+                      {"kvcheck.command_line", command}};
+  return suite;
+}
+
 // Inside `catch (...)`: the status a failure of the run itself means (after saying why).
 int status_of_run_failure() {
   try {
@@ -551,12 +612,9 @@ void print_summary(const RunSummary& summary, std::ostream& os) {
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
             const Deadline& deadline) {
   // Where every result goes, checked before a device is made or a step is run.
-  std::vector<fs::path> files;
-  {
-    std::vector<std::string> names;
-    for (const auto& l : scenarios) names.push_back(l.scenario.name);
-    files = prepare_result_files(opts.out_dir, names);
-  }
+  std::vector<std::string> names;
+  for (const auto& l : scenarios) names.push_back(l.scenario.name);
+  const std::vector<fs::path> files = prepare_result_files(opts.out_dir, names);
   // Each scenario's backend; the options themselves (with every file's path) are shared, so
   // memory stays linear in the number of files.
   std::vector<BackendOptions> backends;
@@ -588,6 +646,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   int status = kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
   RunSummary summary;
+  JunitSuite junit = junit_suite();
   size_t i = 0;  // the scenario running; after the loop, how many ran
   try {
     for (; i < scenarios.size(); ++i) {
@@ -622,6 +681,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       atomic_write(files[i], dump_result(rep.doc));
       spdlog::debug("wrote {}", files[i].string());
       summary.add(rep.doc);
+      junit.cases.push_back(junit_case(rep.doc, scenarios[i].path));
 
       if (opts.json) {
         json.add(rep.doc);
@@ -638,7 +698,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                           : "");
         status = worse_status(status, kExitMismatch);
       } else if (!rep.meets_expectation) {
-        warn_mismatch(rep.name, rep.expected, rep.doc.value("coverage_gaps", nlohmann::json()));
+        warn_mismatch(rep.name, rep.expected, rep.doc,
+                      rep.doc.value("coverage_gaps", nlohmann::json()));
         status = worse_status(status, kExitMismatch);
       }
       if (opts.exit_first && status != kExitOk && i + 1 < scenarios.size()) {
@@ -650,6 +711,14 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       }
     }
   } catch (...) {
+    if (i < scenarios.size())
+      junit.cases.push_back({.name = names[i],
+                             .classname = junit_classname(scenarios[i].path),
+                             .seconds = 0.0,
+                             .kind = JunitKind::error,
+                             .type = "cannot_run",
+                             .message = current_exception_text(),
+                             .detail = "the run could not go on: see kvcheck's stderr"});
     ++summary.could_not_run;
     ++i;
     const int failure = status_of_run_failure();
@@ -662,6 +731,25 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   summary.not_run = static_cast<int64_t>(scenarios.size() - std::min(i, scenarios.size()));
   summary.seconds = seconds_since(t0);
   print_summary(summary, opts.json ? std::cerr : std::cout);
+  if (!opts.junit_path.empty()) {
+    for (size_t k = i; k < scenarios.size(); ++k)
+      junit.cases.push_back({.name = names[k],
+                             .classname = junit_classname(scenarios[k].path),
+                             .seconds = 0.0,
+                             .kind = JunitKind::skipped,
+                             .type = "not_run",
+                             .message = opts.exit_first && status == kExitMismatch
+                                            ? "not run: --exitfirst ended the run at a miss"
+                                            : "not run: the run stopped before it",
+                             .detail = ""});
+    junit.seconds = summary.seconds;
+    try {
+      atomic_write(opts.junit_path, junit_xml(junit));
+    } catch (const std::exception& e) {
+      spdlog::error("--junit {}: {}", opts.junit_path, e.what());
+      status = worse_status(status, kExitCannotRun);
+    }
+  }
   std::cout.flush();
   return status;
 }

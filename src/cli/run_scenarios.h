@@ -55,6 +55,8 @@ struct RunOptions {
   // --seeds: each scenario runs once per seed, as "<name>.seed<N>" (one result file each); empty:
   // once, with the scenario's own seed (or --seed).
   std::vector<uint64_t> seeds;
+  // --junit: also write the run as a JUnit XML report there (report/junit.h); empty: none.
+  std::string junit_path;
 };
 
 // The exit status before any --bisect mapping (app.cpp maps it): 0, 1, 2, 3, or 4 when an

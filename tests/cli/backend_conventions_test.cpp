@@ -78,6 +78,10 @@ TEST_F(BackendConventions, AnLseInAnotherBaseThanDeclaredIsCaughtAtTheMerge) {
   const std::string ops = smoke["first_failure"]["ops"].dump();
   EXPECT_TRUE(contains(ops, "merge_states")) << ops;
   EXPECT_TRUE(contains(ops, "varlen_attention")) << ops;
+  // No regression is on and a backend is loaded: the hint narrows to an op, not --expect corrupt.
+  EXPECT_TRUE(contains(r.err, "hint: to find the backend op at fault, rerun with --backend-op "
+                              "OP=builtin for the ops behind the failing site (")) << r.err;
+  EXPECT_FALSE(contains(r.err, "--expect corrupt")) << r.err;
 }
 
 }  // namespace

@@ -135,6 +135,26 @@ TEST_F(RunCommand, CudaWithoutCudaExits3WithAHintAndWritesNothing) {
   EXPECT_TRUE(files_under("out").empty());
 }
 
+// A GPU gate never passes on the CPU in silence: auto says where it runs, --require-gpu refuses.
+TEST_F(RunCommand, DeviceAutoSaysWhereItRunsAndRequireGpuRefusesTheHost) {
+  const NoVisibleGpu hide;
+  write("tiny.json", kTinyScenario);
+  CliRun automatic = kvcheck("run tiny.json --device auto -q --out out");
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_TRUE(contains(automatic.err, "--device auto: running on the host (")) << automatic.err;
+  fs::remove_all(dir_ / "out");
+  for (const std::string device : {"", " --device auto", " --device cuda"}) {
+    CliRun r = kvcheck("run tiny.json --require-gpu --out out" + device);
+    EXPECT_EQ(r.exit_code, 3) << device << r.err;
+    EXPECT_TRUE(contains(r.err, "no CUDA GPU is visible") ||
+                contains(r.err, "built without CUDA")) << r.err;
+    EXPECT_TRUE(files_under("out").empty());
+  }
+  CliRun host = kvcheck("run tiny.json --require-gpu --device host --out out");
+  EXPECT_EQ(host.exit_code, 2) << host.err;
+  EXPECT_TRUE(contains(host.err, "--require-gpu: --device host runs on the CPU")) << host.err;
+}
+
 TEST_F(RunCommand, BisectTurnsCannotRunInto125) {
   const NoVisibleGpu hide;
   write("tiny.json", kTinyScenario);

@@ -94,6 +94,8 @@ TEST_F(SuiteRun, ExitFirstEndsTheRunAtTheFirstMissAndCountsTheRestNotRun) {
   EXPECT_TRUE(contains(x.out, "0 passed, 1 failed, 0 could not run, 0 errors, 1 not run in "))
       << x.out;
   EXPECT_TRUE(contains(x.err, "--exitfirst")) << x.err;
+  EXPECT_TRUE(contains(x.err, "hint: a regression is on: if the corruption is the point, pass "
+                              "--expect corrupt")) << x.err;
   // Without it the run goes on: both are judged (tiny has no poisoned blocks to reach).
   fs::remove_all(dir_ / "out");
   CliRun all = kvcheck("run poison.json tiny.json --regression new-blocks-not-zeroed "
@@ -123,6 +125,22 @@ TEST_F(SuiteRun, UnderJsonStdoutStaysOneDocumentAndTheSummaryGoesToStderr) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out).size(), 2u);
   EXPECT_TRUE(contains(r.err, "2 passed, 0 failed, 0 could not run, 0 errors in ")) << r.err;
+}
+
+TEST_F(SuiteRun, AJunitReportWhereNoneCanBeWrittenIsRefusedBeforeAnythingRuns) {
+  write("tiny.json", kTinyScenario);
+  CliRun missing = kvcheck("run tiny.json --junit nodir/r.xml --out out");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.err, "--junit nodir/r.xml: its folder ")) << missing.err;
+  CliRun folder = kvcheck("run tiny.json --junit . --out out");
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_TRUE(contains(folder.err, "--junit .: is a folder")) << folder.err;
+  EXPECT_TRUE(files_under("out").empty());
+  // Written, with the run's one testcase, where it can be.
+  CliRun ok = kvcheck("run tiny.json --seeds 2 --junit r.xml --out out -q");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  const std::string xml = read_file(dir_ / "r.xml");
+  EXPECT_TRUE(contains(xml, "<testcase name=\"tiny.seed2\" classname=\"kvcheck\"")) << xml;
 }
 
 }  // namespace
