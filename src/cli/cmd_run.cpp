@@ -115,9 +115,13 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("-x,--exitfirst", opts->exit_first,
                 "End the whole run after the first scenario that misses its expectation (or "
                 "whose backend failed): the scenarios after it are not run");
-  app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
-      ->check(non_empty_path())
-      ->capture_default_str();
+  CLI::Option* out_opt =
+      app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
+          ->check(non_empty_path())
+          ->capture_default_str();
+  app->add_flag("--no-out", opts->no_out,
+                "Write no result file (the tables, --json and --junit still report the run)")
+      ->excludes(out_opt);
   app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
   app->add_flag("--clean-twins", opts->clean_twins,
                 "Also run each scenario that has regressions on with them off, expecting clean "

@@ -614,7 +614,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   // Where every result goes, checked before a device is made or a step is run.
   std::vector<std::string> names;
   for (const auto& l : scenarios) names.push_back(l.scenario.name);
-  const std::vector<fs::path> files = prepare_result_files(opts.out_dir, names);
+  const std::vector<fs::path> files =
+      opts.no_out ? std::vector<fs::path>() : prepare_result_files(opts.out_dir, names);
   // Each scenario's backend; the options themselves (with every file's path) are shared, so
   // memory stays linear in the number of files.
   std::vector<BackendOptions> backends;
@@ -647,7 +648,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   const auto t0 = std::chrono::steady_clock::now();
   RunSummary summary;
   JunitSuite junit = junit_suite();
-  size_t i = 0;  // the scenario running; after the loop, how many ran
+  size_t written = 0;  // result files
+  size_t i = 0;        // the scenario running; after the loop, how many ran
   try {
     for (; i < scenarios.size(); ++i) {
       Scenario& s = scenarios[i].scenario;
@@ -678,8 +680,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       if (!scenario_sha256.empty()) rep.doc["scenario_sha256"] = scenario_sha256;
       rep.doc["started_at"] = started_at;
 
-      atomic_write(files[i], dump_result(rep.doc));
-      spdlog::debug("wrote {}", files[i].string());
+      if (!opts.no_out) {
+        atomic_write(files[i], dump_result(rep.doc));
+        spdlog::debug("wrote {}", files[i].string());
+        ++written;
+      }
       summary.add(rep.doc);
       junit.cases.push_back(junit_case(rep.doc, scenarios[i].path));
 
@@ -730,7 +735,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   json.close();
   summary.not_run = static_cast<int64_t>(scenarios.size() - std::min(i, scenarios.size()));
   summary.seconds = seconds_since(t0);
-  print_summary(summary, opts.json ? std::cerr : std::cout);
+  std::ostream& closing = opts.json ? std::cerr : std::cout;
+  print_summary(summary, closing);
+  if (written > 0)
+    closing << fmt::format("results: {} file{} in {}\n", written, written == 1 ? "" : "s",
+                           opts.out_dir);
   if (!opts.junit_path.empty()) {
     for (size_t k = i; k < scenarios.size(); ++k)
       junit.cases.push_back({.name = names[k],

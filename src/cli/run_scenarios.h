@@ -30,6 +30,7 @@ struct RunOptions {
   DeviceKind device = DeviceKind::host;
   Overrides overrides;
   std::string out_dir = "results/runs";  // one <scenario name>.json per run
+  bool no_out = false;                    // --no-out: write no result file
   bool json = false;    // result document(s) on stdout instead of the table
   bool bisect = false;  // exit codes mapped for git bisect run (exit_codes.h; app.cpp maps)
   // Each scenario that switches regressions on runs a second time with them off, expecting clean

@@ -113,10 +113,23 @@ TEST_F(SuiteRun, TheSummaryNamesEachFailureWithItsFileSeedAndFirstFailure) {
   const std::string want = "FAILED poison.seed3 (poison.json, seed 3): verdict corrupt, "
                            "expected clean; first failure: epoch 2";
   EXPECT_TRUE(contains(r.out, want)) << r.out;
-  // The summary is the end of stdout.
+  // The summary ends stdout, then where the results went.
   const size_t at = r.out.rfind("0 passed, 1 failed");
   ASSERT_NE(at, std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find('\n', r.out.find(want)), r.out.size() - 1) << r.out;
+  const std::string tail = "\nresults: 1 file in out\n";
+  EXPECT_EQ(r.out.find('\n', r.out.find(want)), r.out.size() - tail.size()) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - tail.size()), tail) << r.out;
+}
+
+TEST_F(SuiteRun, NoOutWritesNoResultFile) {
+  write("tiny.json", kTinyScenario);
+  CliRun r = kvcheck("run tiny.json --seeds 1-2 --no-out --junit r.xml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "results"));
+  EXPECT_TRUE(fs::exists(dir_ / "r.xml"));
+  EXPECT_TRUE(contains(r.out, "2 passed, 0 failed")) << r.out;
+  EXPECT_FALSE(contains(r.out, "results: ")) << r.out;
+  EXPECT_EQ(kvcheck("run tiny.json --no-out --out o").exit_code, 2);
 }
 
 TEST_F(SuiteRun, UnderJsonStdoutStaysOneDocumentAndTheSummaryGoesToStderr) {
