@@ -694,6 +694,9 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
         if (i > 0) std::cout << '\n';
         std::cout << rep.table;
       }
+      // Each scenario's output whole as it ends: a CI log cut by a kill or timeout keeps every
+      // scenario that finished (stdout to a file is fully buffered).
+      std::cout.flush();
       if (rep.error) {
         // A crash is a regression of the backend, whatever the scenario expects (bisect: bad).
         spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());

@@ -142,6 +142,27 @@ TEST_P(Interrupts, ExitWith128PlusTheSignalAndLeaveOnlyCompleteResults) {
       << "only complete results are left";
 }
 
+// Each scenario's table reaches a redirected stdout as it ends: a CI log cut by a timeout keeps
+// every scenario that finished before it.
+TEST_P(Interrupts, KeepTheTablesOfTheScenariosThatFinished) {
+  const int sig = GetParam();
+  write("long.json", kLongScenario);
+  write("tiny.json", kTinyScenario);
+  const fs::path out = dir_ / "stdout.txt";
+  const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = start("run tiny.json long.json --out out", fd);
+  ::close(fd);
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (!fs::exists(dir_ / "out/tiny.json") && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(200ms);
+  interrupt(pid, sig);
+  const std::string text = read_file(out);
+  EXPECT_TRUE(contains(text, "scenario: tiny")) << text;
+  EXPECT_TRUE(contains(text, "verdict: clean (expected clean)")) << text;
+}
+
 TEST_P(Interrupts, KillTheBackendWorkerToo) {
   const int sig = GetParam();
   write("long.json", kLongScenario);

@@ -18,16 +18,16 @@ TEST(Junit, CountsEachKindAndEscapesWhatXmlCannotCarry) {
   suite.hostname = "ci";
   suite.seconds = 12.5;
   suite.properties = {{"kvcheck.command_line", "kvcheck run a.json --seeds 1-2 --junit \"r.xml\""}};
-  suite.cases = {
-      {.name = "a.seed1", .classname = "scenarios", .seconds = 0.25},
-      {.name = "b <&> 'q'", .classname = "scenarios.regressions", .seconds = 1.0,
-       .kind = JunitKind::failure, .type = "mismatch", .message = "verdict corrupt, expected clean",
-       .detail = std::string("line one\nbell \x07 here")},
-      {.name = "c", .classname = "x", .kind = JunitKind::error, .type = "crash",
-       .message = "backend op paged_decode crashed (SIGSEGV)"},
-      {.name = "d", .classname = "x", .kind = JunitKind::skipped, .type = "not_run",
-       .message = "not run"},
+  auto add = [&](std::string name, std::string classname, double seconds, JunitKind kind,
+                 std::string type, std::string message, std::string detail) {
+    suite.cases.push_back({std::move(name), std::move(classname), seconds, kind, std::move(type),
+                           std::move(message), std::move(detail)});
   };
+  add("a.seed1", "scenarios", 0.25, JunitKind::passed, "", "", "");
+  add("b <&> 'q'", "scenarios.regressions", 1.0, JunitKind::failure, "mismatch",
+      "verdict corrupt, expected clean", "line one\nbell \x07 here");
+  add("c", "x", 0.0, JunitKind::error, "crash", "backend op paged_decode crashed (SIGSEGV)", "");
+  add("d", "x", 0.0, JunitKind::skipped, "not_run", "not run", "");
   const std::string x = junit_xml(suite);
   EXPECT_TRUE(contains(x, "<testsuites name=\"kvcheck\" tests=\"4\" failures=\"1\" errors=\"1\" "
                           "time=\"12.500\">")) << x;

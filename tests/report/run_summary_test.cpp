@@ -55,8 +55,11 @@ TEST(RunSummary, TheCountsLine) {
   s.not_run = 5;
   s.seconds = 0.42;
   EXPECT_EQ(summary_line(s), "41 passed, 3 failed, 2 could not run, 1 error, 5 not run in 0.4s");
-  EXPECT_TRUE(RunSummary{.passed = 3}.all_passed());
-  EXPECT_FALSE((RunSummary{.passed = 3, .not_run = 1}.all_passed()));
+  RunSummary three;
+  three.passed = 3;
+  EXPECT_TRUE(three.all_passed());
+  three.not_run = 1;
+  EXPECT_FALSE(three.all_passed());
 }
 
 TEST(RunSummary, ElapsedTimes) {
