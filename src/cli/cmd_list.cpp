@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/device_factory.h"
 #include "cli/exit_codes.h"
+#include "cli/list_scenarios.h"
 #include "cli/name_option.h"
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
@@ -190,7 +191,9 @@ Command add_list_command(CLI::App& parent) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str()
       ->needs(backend_opt);
-  auto action = [json, backend, device, options, timeout, backend_opt]() {
+  const ListScenarios scenarios = add_list_scenarios(*app);
+  auto action = [json, backend, device, options, timeout, backend_opt, scenarios]() {
+    if (scenarios.app->parsed()) return scenarios.action();
     if (*backend_opt) return describe_backend(*backend, *options, *device, *timeout, *json);
     if (*json)
       std::cout << list_json().dump(2) << '\n';

@@ -77,5 +77,33 @@ TEST_F(ListCommand, JsonMatchesTheRegistry) {
 #endif
 }
 
+TEST_F(ListCommand, ScenariosListsAFoldersScenariosWithTheirExpectationAndCost) {
+  fs::create_directories(dir_ / "scenarios/sub");
+  write("scenarios/tiny.json", kTinyScenario);
+  write("scenarios/sub/poison.json", kPoisonScenario);
+  CliRun r = kvcheck("list scenarios");  // ./scenarios by default
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "scenarios/sub/poison.json")) << r.out;
+  EXPECT_TRUE(contains(r.out, "scenarios/tiny.json")) << r.out;
+  EXPECT_LT(r.out.find("sub/poison.json"), r.out.find("tiny.json")) << "sorted by path";
+  EXPECT_TRUE(contains(r.out, "\n2 scenarios\n")) << r.out;
+
+  CliRun j = kvcheck("list scenarios scenarios/tiny.json --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json rows = json::parse(j.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["name"], "tiny");
+  EXPECT_EQ(rows[0]["expect"], "clean");
+  EXPECT_GT(rows[0]["tokens"].get<int64_t>(), 0);
+  EXPECT_GT(rows[0]["estimated_bytes"].get<int64_t>(), 0);
+
+  // An invalid file is named (exit 2), the valid ones still listed.
+  write("scenarios/broken.json", "{\"format\": 1, \"model\": {\"layers\": -1}}");
+  CliRun bad = kvcheck("list scenarios scenarios");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "broken.json")) << bad.err;
+  EXPECT_TRUE(contains(bad.out, "\n2 scenarios\n")) << bad.out;
+}
+
 }  // namespace
 }  // namespace kv::test
