@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh [BUILD_DIR] [--nightly] — the ASan+UBSan check: configure kvcheck host-only
-# (KVCHECK_CUDA=OFF) with the test-only hooks (KVCHECK_TEST_HOOKS=ON) and g++
+# (KVCHECK_CUDA=OFF) with the test-only hooks (KVCHECK_TEST_HOOKS=ON), without the mutant
+# backends (KVCHECK_MUTANTS=OFF: their tests are not run here), and g++
 # -fsanitize=address,undefined -fno-sanitize-recover=undefined in a build folder of its own
 # (default build-sanitize/ at the repository root), build it, and run the unit tests (`ctest -L
 # unit`) and every host scenario against its expectation (the ctests scenario/* and validate/*)
@@ -21,7 +22,7 @@ jobs="${SANITIZE_JOBS:-$(nproc)}"
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 start=$SECONDS
 cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DKVCHECK_CUDA=OFF \
-  -DKVCHECK_TEST_HOOKS=ON \
+  -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_MUTANTS=OFF \
   -DCMAKE_C_FLAGS_SANITIZE="-O1 -g $flags" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g $flags" \
   -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="$flags" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="$flags" \
   -DCMAKE_MODULE_LINKER_FLAGS_SANITIZE="$flags"

@@ -47,6 +47,20 @@ Command add_run_command(CLI::App& parent) {
   CLI::Option* seed_opt =
       app->add_option("--seed", *seed, "Replace the scenario's seed (workload and faults)")
           ->check(uint64_text());
+  auto settings = std::make_shared<std::vector<std::string>>();
+  app->add_option("--set", *settings,
+                  "KEY=VALUE: change a scenario field for this run, as if every file had it "
+                  "(repeatable): KEY a dotted path (cache.block_size) or a JSON pointer, VALUE "
+                  "JSON (else a string); validated like the file, recorded in the result")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto parsed = parse_field_setting(v);
+            auto* error = std::get_if<std::string>(&parsed);
+            return error ? *error : std::string();
+          },
+          "KEY=VALUE", "field setting"));
   auto seeds_text = std::make_shared<std::string>();
   app->add_option("--seeds", *seeds_text,
                   "Run each scenario once per seed: a list such as 1-20,33 (one result each, "
@@ -200,6 +214,8 @@ Command add_run_command(CLI::App& parent) {
     if (*reference_opt) o.overrides.reference = *reference;
     if (*sampled_opt) o.overrides.sampled_requests = *sampled_requests;
     if (*max_memory_opt) o.max_memory = parse_memory_size(*max_memory);
+    for (const auto& text : *settings)
+      o.settings.push_back(std::get<FieldSetting>(parse_field_setting(text)));
     if (!seeds_text->empty()) o.seeds = std::get<std::vector<uint64_t>>(parse_seed_list(*seeds_text));
     if (*require_gpu) {
       if (device_opt->count() > 0 && o.device == DeviceKind::host) {

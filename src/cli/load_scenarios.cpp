@@ -14,13 +14,14 @@
 
 namespace kv::cli {
 
-LoadResult load_scenarios(const std::vector<std::string>& args) {
+LoadResult load_scenarios(const std::vector<std::string>& args,
+                          const std::vector<FieldSetting>& settings) {
   LoadResult out;
   ScenarioFiles files = expand_scenario_paths(args);
   out.errors = std::move(files.errors);
   for (const auto& path : files.files) {
     try {
-      auto parsed = load_scenario(path);
+      auto parsed = load_scenario(path, settings);
       if (auto* err = std::get_if<ScenarioError>(&parsed)) {
         out.errors.push_back(format_error(*err, path));
         continue;

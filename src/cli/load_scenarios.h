@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "scenario/field_setting.h"
 #include "scenario/scenario.h"
 
 namespace kv::cli {
@@ -21,7 +22,9 @@ struct LoadResult {
   bool ok() const { return errors.empty(); }
 };
 
-// `args`: files and folders (cli/scenario_files.h: a folder stands for its scenario files).
-LoadResult load_scenarios(const std::vector<std::string>& args);
+// `args`: files and folders (cli/scenario_files.h: a folder stands for its scenario files);
+// `settings`: --set, written into every file before it is read (scenario/field_setting.h).
+LoadResult load_scenarios(const std::vector<std::string>& args,
+                          const std::vector<FieldSetting>& settings = {});
 
 }  // namespace kv::cli

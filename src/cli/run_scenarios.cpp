@@ -212,7 +212,7 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
       ok = false;
     }
   }
-  LoadResult loaded = load_scenarios(opts.files);
+  LoadResult loaded = load_scenarios(opts.files, opts.settings);
   for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
   if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
@@ -677,6 +677,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       // What ran is no longer needed: a long run holds one scenario's result at a time.
       s = Scenario{};
       rep.doc["command_line"] = command_line();
+      if (!opts.settings.empty()) {
+        nlohmann::json set = nlohmann::json::array();
+        for (const FieldSetting& f : opts.settings)
+          set.push_back({{"pointer", f.pointer}, {"value", nlohmann::json::parse(f.value_json)}});
+        rep.doc["settings"] = std::move(set);
+      }
       if (!scenario_sha256.empty()) rep.doc["scenario_sha256"] = scenario_sha256;
       rep.doc["started_at"] = started_at;
 

@@ -12,6 +12,7 @@
 #include "cli/device_factory.h"
 #include "cli/overrides.h"
 #include "reference/reference_choice.h"
+#include "scenario/field_setting.h"
 
 namespace kv::cli {
 
@@ -56,6 +57,8 @@ struct RunOptions {
   // --seeds: each scenario runs once per seed, as "<name>.seed<N>" (one result file each); empty:
   // once, with the scenario's own seed (or --seed).
   std::vector<uint64_t> seeds;
+  // --set KEY=VALUE: scenario fields changed for the run, as if every file had them.
+  std::vector<FieldSetting> settings;
   // --junit: also write the run as a JUnit XML report there (report/junit.h); empty: none.
   std::string junit_path;
 };

@@ -314,7 +314,8 @@ std::string result_schema_text() {
        "its error block, device_info, tolerances (per site), epochs[].max_rel_error_by_site, "
        "coverage, coverage_gaps, the epochs' coverage counters, op_check, "
        "epochs[].max_op_*_by_site and max_input_error_by_site (and first_failure.check "
-       "op_drift), build, command_line, scenario_sha256 and started_at were added within it."},
+       "op_drift), build, command_line, settings, scenario_sha256 and started_at were added within "
+       "it."},
   };
   Json props{
       {"schema", Json{{"const", kResultSchema}}},
@@ -339,6 +340,16 @@ std::string result_schema_text() {
        described("The kvcheck command line that made it, word by word (written by `kvcheck "
                  "run`).",
                  Json{{"type", "array"}, {"items", Json{{"type", "string"}}}})},
+      {"settings",
+       described("The run's `--set KEY=VALUE` changes to the scenario file, in order: each "
+                 "field's JSON pointer and the value it was given (written by `kvcheck run` "
+                 "when there are any).",
+                 Json{{"type", "array"},
+                      {"items", Json{{"type", "object"},
+                                     {"required", Json::array({"pointer", "value"})},
+                                     {"additionalProperties", false},
+                                     {"properties", Json{{"pointer", Json{{"type", "string"}}},
+                                                         {"value", Json::object()}}}}}})},
       {"scenario_sha256",
        described("SHA-256 of the scenario file's bytes as run, as sha256sum prints it (written "
                  "by `kvcheck run`).",
@@ -418,8 +429,8 @@ std::string result_schema_text() {
   Json body = object(std::move(props),
                      {"reference_sampled_requests", "reference_mode_reason",
                       "reference_protection", "reference_device_bytes", "reference_agreement",
-                      "op_check", "backend", "error", "command_line", "scenario_sha256",
-                      "started_at"});
+                      "op_check", "backend", "error", "command_line", "settings",
+                      "scenario_sha256", "started_at"});
   for (auto& [k, v] : body.items()) doc[k] = v;
   doc["$defs"] = Json{
       {"number", described("A number, or a non-finite one as a string.",

@@ -27,6 +27,15 @@ std::variant<Scenario, ScenarioError> parse_scenario(std::string_view text,
                                                      std::string source_path);
 std::variant<Scenario, ScenarioError> load_scenario(const std::string& path);
 
+// The same with `--set` settings (field_setting.h) written into the document before its fields
+// are read: a setting is judged as if the file had it.
+struct FieldSetting;
+std::variant<Scenario, ScenarioError> parse_scenario(std::string_view text,
+                                                     std::string source_path,
+                                                     const std::vector<FieldSetting>& settings);
+std::variant<Scenario, ScenarioError> load_scenario(const std::string& path,
+                                                    const std::vector<FieldSetting>& settings);
+
 // "scenarios/x.json: /cache/block_size: got 0, expected an integer from 1 to 256".
 std::string format_error(const ScenarioError& error, const std::string& path);
 

@@ -156,5 +156,30 @@ TEST_F(SuiteRun, AJunitReportWhereNoneCanBeWrittenIsRefusedBeforeAnythingRuns) {
   EXPECT_TRUE(contains(xml, "<testcase name=\"tiny.seed2\" classname=\"kvcheck\"")) << xml;
 }
 
+TEST_F(SuiteRun, SetChangesAFieldOfEveryFileAndTheResultRecordsIt) {
+  write("tiny.json", kTinyScenario);
+  write("poison.json", kPoisonScenario);
+  CliRun r = kvcheck("run tiny.json poison.json --set cache.block_size=3 "
+                     "--set /workload/epochs=1 --json -q --no-out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json docs = json::parse(r.out);
+  ASSERT_EQ(docs.size(), 2u);
+  for (const auto& d : docs) {
+    EXPECT_EQ(d["epochs"].size(), 1u) << d["scenario"];
+    ASSERT_EQ(d["settings"].size(), 2u);
+    EXPECT_EQ(d["settings"][0]["pointer"], "/cache/block_size");
+    EXPECT_EQ(d["settings"][0]["value"], 3);
+  }
+  // Judged as the file would be: a bad value is exit 2 naming the field and the setting.
+  CliRun bad = kvcheck("run tiny.json --set cache.block_size=0 --out out");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "tiny.json: /cache/block_size: got 0")) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "(given by --set cache.block_size=0)")) << bad.err;
+  EXPECT_TRUE(files_under("out").empty());
+  CliRun form = kvcheck("run tiny.json --set cache.block_size --out out");
+  EXPECT_EQ(form.exit_code, 2);
+  EXPECT_TRUE(contains(form.err, "--set: \"cache.block_size\" is not KEY=VALUE")) << form.err;
+}
+
 }  // namespace
 }  // namespace kv::test
