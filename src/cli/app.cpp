@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/help_format.h"
 #include "cli/fault_injection.h"
 #include "cli/logging.h"
 #include "io/interrupt.h"
@@ -37,6 +38,7 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
   CLI::App app{"kvcheck — regression harness for the attention / KV-cache layer of LLM "
                "inference engines",
                "kvcheck"};
+  use_help_format(app);  // before the subcommands, which inherit it
   app.set_version_flag("--version", describe(build_identity()));
   app.footer(exit_codes_help());
   app.require_subcommand(1);

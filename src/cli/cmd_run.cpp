@@ -60,7 +60,7 @@ Command add_run_command(CLI::App& parent) {
             auto* error = std::get_if<std::string>(&parsed);
             return error ? *error : std::string();
           },
-          "KEY=VALUE", "field setting"));
+          "", "field setting"));
   auto seeds_text = std::make_shared<std::string>();
   app->add_option("--seeds", *seeds_text,
                   "Run each scenario once per seed: a list such as 1-20,33 (one result each, "
@@ -72,7 +72,7 @@ Command add_run_command(CLI::App& parent) {
             auto* error = std::get_if<std::string>(&parsed);
             return error ? *error : std::string();
           },
-          "LIST", "seed list"))
+          "", "seed list"))
       ->excludes(seed_opt);
   // The range the scenario parser accepts for the field it replaces (field_table.h).
   const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));
@@ -82,6 +82,7 @@ Command add_run_command(CLI::App& parent) {
       "--regression", *regressions,
       "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`")
       ->transform(regression_name())
+      ->type_name("NAME")  // the names: `kvcheck list` (a one-line list would not fit --help)
       // One name per flag, so `run --regression X file.json` does not read the file as a name.
       ->allow_extra_args(false);
   auto no_regressions = std::make_shared<bool>(false);

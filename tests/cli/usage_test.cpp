@@ -1,4 +1,6 @@
 // usage_test.cpp — command-line usage: CLI11's own errors exit 2, --help and --version exit 0.
+#include <sstream>
+
 #include "cli_runner.h"
 
 namespace kv::test {
@@ -78,6 +80,27 @@ TEST_F(Usage, QuietAndVerboseWorkAfterTheSubcommand) {
   CliRun verbose = kvcheck("-v run tiny.json");
   EXPECT_EQ(verbose.exit_code, 0) << verbose.err;
   EXPECT_TRUE(contains(verbose.err, "debug")) << verbose.err;
+}
+
+// --help fits a 100-column terminal, for every command (cli/help_format.h).
+TEST_F(Usage, HelpFitsOneHundredColumns) {
+  for (const std::string cmd : {"", "run ", "validate ", "list ", "list scenarios ", "schema ",
+                                "conform "}) {
+    CliRun r = kvcheck(cmd + "--help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    std::istringstream lines(r.out);
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+      ++count;
+      EXPECT_LE(line.size(), 100u) << cmd << "--help: " << line;
+    }
+    EXPECT_GT(count, 5) << cmd;
+  }
+  // Wrapped, not cut: the regression names are all there.
+  const std::string run = kvcheck("run --help").out;
+  for (const char* name : {"merge-ignores-context-count", "gather-assumes-contiguous"})
+    EXPECT_TRUE(contains(run, name)) << name;
 }
 
 }  // namespace
