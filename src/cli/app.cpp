@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <sstream>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/help_format.h"
+#include "scenario/suggest.h"
 #include "cli/fault_injection.h"
 #include "cli/logging.h"
 #include "io/interrupt.h"
@@ -30,6 +32,31 @@ namespace kv::cli {
 // `conform` print is a verdict: losing it is.
 static bool readers_may_stop_early(const CLI::App& sub) {
   return sub.get_name() == "list" || sub.get_name() == "schema";
+}
+
+// After an unknown option (CLI11's "The following arguments were not expected: --seedz"): the
+// closest option of the command it was given to, if one is close enough to be a typo.
+static void suggest_options(const CLI::App& app, const CLI::ParseError& e) {
+  const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e);
+  if (!extras) return;
+  const CLI::App* where = &app;
+  for (const CLI::App* sub : app.get_subcommands()) where = sub;  // the one given, if any
+  std::vector<std::string> names;
+  for (const CLI::App* a : {where, &app})
+    for (const CLI::Option* o : a->get_options()) {
+      for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+      for (const auto& n : o->get_snames()) names.push_back("-" + n);
+    }
+  // The message lists the unexpected arguments after the colon, separated by spaces.
+  const std::string what = e.what();
+  std::istringstream words(what.substr(what.find(':') == std::string::npos ? 0 : what.find(':') + 1));
+  std::string arg;
+  while (words >> arg) {
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (const auto near = closest_name(flag, names))
+      std::cerr << "kvcheck: " << flag << ": unknown option; did you mean " << *near << "?\n";
+  }
 }
 
 // Runs the command line; `closed_pipe_is_quiet` says whether the stdout the command printed may
@@ -59,6 +86,7 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
     // everything else is usage.
     const bool help = app.exit(e) == 0;
     closed_pipe_is_quiet = help;
+    if (!help) suggest_options(app, e);
     return help ? kExitOk : kExitBadInput;
   }
 

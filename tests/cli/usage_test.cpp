@@ -103,5 +103,18 @@ TEST_F(Usage, HelpFitsOneHundredColumns) {
     EXPECT_TRUE(contains(run, name)) << name;
 }
 
+TEST_F(Usage, AnUnknownOptionSuggestsTheClosestOfItsCommand) {
+  write("tiny.json", kTinyScenario);
+  CliRun r = kvcheck("run tiny.json --exit-first");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--exit-first: unknown option; did you mean --exitfirst?")) << r.err;
+  CliRun top = kvcheck("--verbsoe run tiny.json");
+  EXPECT_TRUE(contains(top.err, "did you mean --verbose?")) << top.err;
+  CliRun far = kvcheck("run tiny.json --zzzzzz");
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_FALSE(contains(far.err, "did you mean")) << far.err;
+  EXPECT_TRUE(files_under("results").empty());
+}
+
 }  // namespace
 }  // namespace kv::test
