@@ -191,7 +191,7 @@ Command add_list_command(CLI::App& parent) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str()
       ->needs(backend_opt);
-  const ListScenarios scenarios = add_list_scenarios(*app);
+  const Command scenarios = add_list_scenarios(*app);
   auto action = [json, backend, device, options, timeout, backend_opt, scenarios]() {
     if (scenarios.app->parsed()) return scenarios.action();
     if (*backend_opt) return describe_backend(*backend, *options, *device, *timeout, *json);

@@ -63,7 +63,7 @@ void print_rows(std::ostream& os, const std::vector<ScenarioRow>& rows) {
 
 }  // namespace
 
-ListScenarios add_list_scenarios(CLI::App& list) {
+Command add_list_scenarios(CLI::App& list) {
   CLI::App* app = list.add_subcommand(
       "scenarios", "List the scenarios under folders or files (default ./scenarios): name, "
                    "expectation, regressions, token positions and estimated memory");

@@ -1,19 +1,11 @@
-// list_scenarios.h — `kvcheck list scenarios`, registered under `list` (cmd_list.cpp).
+// list_scenarios.h — `kvcheck list scenarios`, registered under `list` (cmd_list.cpp), whose
+// action runs it when it was given.
 #pragma once
 
-#include <functional>
-
-namespace CLI {
-class App;
-}
+#include "cli/command.h"
 
 namespace kv::cli {
 
-struct ListScenarios {
-  CLI::App* app = nullptr;      // the `scenarios` subcommand of `list`
-  std::function<int()> action;  // runs when it was given
-};
-
-ListScenarios add_list_scenarios(CLI::App& list);
+Command add_list_scenarios(CLI::App& list);
 
 }  // namespace kv::cli
