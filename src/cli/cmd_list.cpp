@@ -23,6 +23,7 @@
 #include "cli/option_checks.h"
 #include "cli/plugin_worker.h"
 #include "ops/op_table.h"
+#include "report/format.h"
 #include "result/check_sites.h"
 #include "scenario/regressions.h"
 
@@ -77,12 +78,6 @@ std::string pad(const std::string& name, size_t width) {
   return name + std::string(width > name.size() ? width - name.size() : 0, ' ');
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
-  return s;
-}
-
 void print_list(std::ostream& os) {
   os << "regressions (a scenario's \"regressions\", or --regression NAME):\n";
   for (const auto& r : all_regressions()) {
@@ -97,7 +92,7 @@ void print_list(std::ostream& os) {
        << '\n';
     std::vector<std::string> needs;
     for (Mechanism m : r.needs) needs.emplace_back(mechanism_info(m).name);
-    os << "      needs: " << join(needs) << " (the result's coverage counts them)\n";
+    os << "      needs: " << join(needs, ", ") << " (the result's coverage counts them)\n";
   }
   size_t width = 0;
   for (const auto& o : all_device_ops()) width = std::max(width, o.name.size() + 2);
@@ -112,7 +107,7 @@ void print_list(std::ostream& os) {
   os << "\ncheck sites (what a failure names, and the ops whose output it checks):\n";
   for (const auto& c : all_check_sites()) {
     os << "  " << pad(std::string(c.name), width) << c.rows << '\n';
-    os << "  " << pad("", width) << "ops: " << join(site_op_names(c.site)) << '\n';
+    os << "  " << pad("", width) << "ops: " << join(site_op_names(c.site), ", ") << '\n';
   }
   os << "\ndevices (--device):\n";
   for (const auto& d : device_statuses())

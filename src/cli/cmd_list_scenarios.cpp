@@ -33,9 +33,7 @@ std::vector<ScenarioRow> rows_of(const std::vector<LoadedScenario>& scenarios) {
   std::vector<ScenarioRow> rows;
   for (const auto& l : scenarios) {
     const RunCost cost = estimate_run_cost(l.scenario);
-    std::string regressions;
-    for (const auto& n : l.scenario.regressions.names())
-      regressions += (regressions.empty() ? "" : ",") + n;
+    const std::string regressions = join(l.scenario.regressions.names(), ",");
     rows.push_back({.path = l.path,
                     .name = l.scenario.name,
                     .expect = to_string(l.scenario.expect),

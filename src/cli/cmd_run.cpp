@@ -54,25 +54,13 @@ Command add_run_command(CLI::App& parent) {
                   "JSON (else a string); validated like the file, recorded in the result")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false)
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            auto parsed = parse_field_setting(v);
-            auto* error = std::get_if<std::string>(&parsed);
-            return error ? *error : std::string();
-          },
-          "", "field setting"));
+      ->check(parsed_by(parse_field_setting, "field setting"));
   auto seeds_text = std::make_shared<std::string>();
   app->add_option("--seeds", *seeds_text,
                   "Run each scenario once per seed: a list such as 1-20,33 (one result each, "
                   "<name>.seed<N>.json)")
       ->type_name("LIST")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            auto parsed = parse_seed_list(v);
-            auto* error = std::get_if<std::string>(&parsed);
-            return error ? *error : std::string();
-          },
-          "", "seed list"))
+      ->check(parsed_by(parse_seed_list, "seed list"))
       ->excludes(seed_opt);
   // The range the scenario parser accepts for the field it replaces (field_table.h).
   const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));

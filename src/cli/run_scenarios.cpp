@@ -75,9 +75,9 @@ std::string corrupt_hint(const nlohmann::json& result) {
   const auto backend = result.find("backend");
   const auto ff = result.find("first_failure");
   if (backend != result.end() && backend->is_object()) {
-    std::string ops;
-    if (ff != result.end() && ff->is_object() && ff->contains("ops"))
-      for (const auto& op : (*ff)["ops"]) ops += (ops.empty() ? "" : ", ") + op.get<std::string>();
+    const std::string ops = ff != result.end() && ff->is_object() && ff->contains("ops")
+                                ? join((*ff)["ops"].get<std::vector<std::string>>(), ", ")
+                                : "";
     return fmt::format("to find the backend op at fault, rerun with --backend-op OP=builtin for "
                        "the ops behind the failing site{}: the failure that goes away names it; "
                        "-v prints per-epoch progress",
@@ -574,12 +574,10 @@ JunitSuite junit_suite() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) == 0) suite.hostname = host;
   const BuildIdentity& id = build_identity();
-  std::string command;
-  for (const auto& arg : command_line()) command += (command.empty() ? "" : " ") + arg;
   suite.properties = {{"kvcheck.version", id.version},
                       {"kvcheck.commit", id.commit},
                       {"kvcheck.build", describe(id)},
-                      {"kvcheck.command_line", command}};
+                      {"kvcheck.command_line", join(command_line(), " ")}};
   return suite;
 }
 
@@ -648,6 +646,10 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   const auto t0 = std::chrono::steady_clock::now();
   RunSummary summary;
   JunitSuite junit = junit_suite();
+  // --set, as every result records it.
+  nlohmann::json settings = nlohmann::json::array();
+  for (const FieldSetting& f : opts.settings)
+    settings.push_back({{"pointer", f.pointer}, {"value", nlohmann::json::parse(f.value_json)}});
   size_t written = 0;  // result files
   size_t i = 0;        // the scenario running; after the loop, how many ran
   try {
@@ -677,12 +679,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       // What ran is no longer needed: a long run holds one scenario's result at a time.
       s = Scenario{};
       rep.doc["command_line"] = command_line();
-      if (!opts.settings.empty()) {
-        nlohmann::json set = nlohmann::json::array();
-        for (const FieldSetting& f : opts.settings)
-          set.push_back({{"pointer", f.pointer}, {"value", nlohmann::json::parse(f.value_json)}});
-        rep.doc["settings"] = std::move(set);
-      }
+      if (!settings.empty()) rep.doc["settings"] = settings;
       if (!scenario_sha256.empty()) rep.doc["scenario_sha256"] = scenario_sha256;
       rep.doc["started_at"] = started_at;
 

@@ -15,8 +15,7 @@ namespace {
 
 bool skipped(const fs::path& p) {
   const std::string name = p.filename().string();
-  return name.empty() || name.front() == '.' ||
-         (name.size() > 12 && name.compare(name.size() - 12, 12, ".schema.json") == 0);
+  return name.empty() || name.front() == '.' || name.ends_with(".schema.json");
 }
 
 // Every regular file under `dir` that is not skipped, sorted; the first error, if any.

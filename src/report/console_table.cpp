@@ -20,12 +20,6 @@ constexpr const char* kGreen = "\x1b[1;32m";
 constexpr const char* kRed = "\x1b[1;31m";
 constexpr const char* kReset = "\x1b[0m";
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string s;
-  for (size_t i = 0; i < items.size(); ++i) s += (i ? sep : "") + items[i];
-  return s;
-}
-
 std::string or_dash(int32_t v) { return v < 0 ? "-" : std::to_string(v); }
 
 std::vector<std::string> epoch_row(const EpochStats& e) {

@@ -57,4 +57,13 @@ std::string format_count(double n) {
   return fmt::format("{:.0f}{}", n, units[u]);
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) s += sep;
+    s += items[i];
+  }
+  return s;
+}
+
 }  // namespace kv

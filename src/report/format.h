@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,5 +29,8 @@ std::string format_duration(double seconds);
 // Large counts with an SI suffix ("950", "12.3 k", "4.56 M", "7.8 G"), for estimates and progress
 // (sizes: format_bytes, util/format_bytes.h).
 std::string format_count(double n);
+
+// The items with `sep` between them: join({"a", "b"}, ", ") is "a, b".
+std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 }  // namespace kv
