@@ -196,12 +196,13 @@ def names_op(doc, op):
 
 
 def read_results(out_dir):
-    """The result documents in an --out folder ("<scenario name>.json", one per run), each
+    """The result documents under an --out folder (one file per run, named after the scenario
+    file: "<path>[.<backend>][.seed<N>][.clean].json", in subfolders as the files were), each
     scenario's before its clean twin ("<name>.clean") where both are there."""
     docs = []
-    for name in os.listdir(out_dir):
-        if name.endswith(".json"):
-            with open(os.path.join(out_dir, name)) as f:
+    for path in sorted(pathlib.Path(out_dir).rglob("*.json")):
+        if not path.name.startswith("."):
+            with open(path) as f:
                 docs.append(json.load(f))
     return original_first(docs)
 

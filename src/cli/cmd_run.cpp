@@ -58,10 +58,15 @@ Command add_run_command(CLI::App& parent) {
   auto seeds_text = std::make_shared<std::string>();
   app->add_option("--seeds", *seeds_text,
                   "Run each scenario once per seed: a list such as 1-20,33 (one result each, "
-                  "<name>.seed<N>.json)")
+                  "<file>.seed<N>.json)")
       ->type_name("LIST")
       ->check(parsed_by(parse_seed_list, "seed list"))
       ->excludes(seed_opt);
+  app->add_option("--repeat", opts->repeat,
+                  "Run each scenario (each seed) N times with the same seed (one result each, "
+                  "<file>.repeat<K>.json): a verdict that changes between them is nondeterminism")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   // The range the scenario parser accepts for the field it replaces (field_table.h).
   const IntegerBounds epochs_range = integer_bounds(scenario_field("/workload/epochs"));
   CLI::Option* epochs_opt = app->add_option("--epochs", *epochs, "Replace workload.epochs")
@@ -119,7 +124,9 @@ Command add_run_command(CLI::App& parent) {
                 "End the whole run after the first scenario that misses its expectation (or "
                 "whose backend failed): the scenarios after it are not run");
   CLI::Option* out_opt =
-      app->add_option("--out", opts->out_dir, "Folder for the result files (<scenario name>.json)")
+      app->add_option("--out", opts->out_dir,
+                          "Folder for the result files: <file>[.<backend>][.seed<N>].json, "
+                          "<file> the scenario's path below the folder the run's files share")
           ->check(non_empty_path())
           ->capture_default_str();
   app->add_flag("--no-out", opts->no_out,

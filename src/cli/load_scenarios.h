@@ -14,6 +14,10 @@ namespace kv::cli {
 struct LoadedScenario {
   std::string path;  // as given on the command line, or found in a folder given there
   Scenario scenario;
+  // What tells this run from the file's other runs in one invocation (--seeds, --repeat, the
+  // clean twin): ".seed3", ".repeat2", ".clean", appended to the scenario's name and to its
+  // result file's (cli/result_paths.h). Empty: the file's one run.
+  std::string variant{};
 };
 
 struct LoadResult {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -47,21 +48,84 @@ void probe_writable(const fs::path& dir) {
   clear_pending_temp_file();
 }
 
-}  // namespace
-
-std::string result_file_name(const std::string& scenario_name) {
-  std::string s = scenario_name.empty() ? "scenario" : scenario_name;
+// Characters other than [A-Za-z0-9._-] become '_', a leading '.' too; "", "." and ".." become
+// `fallback`.
+std::string file_safe(std::string s, const char* fallback) {
   for (char& c : s) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!keep) c = '_';
   }
-  if (s == "." || s == "..") s = "scenario";
-  return s + ".json";
+  if (s.empty() || s == "." || s == "..") return fallback;
+  if (s.front() == '.') s.front() = '_';  // no hidden result files
+  return s;
+}
+
+// The folder every path lies under (absolute, normalised): their longest common parent.
+fs::path common_folder(const std::vector<fs::path>& files) {
+  if (files.empty()) return {};
+  fs::path common = files.front().parent_path();
+  for (const fs::path& f : files) {
+    const fs::path dir = f.parent_path();
+    fs::path shared;
+    auto a = common.begin(), b = dir.begin();
+    for (; a != common.end() && b != dir.end() && *a == *b; ++a, ++b) shared /= *a;
+    common = shared;
+  }
+  return common;
+}
+
+}  // namespace
+
+std::string backend_short_name(const std::string& library_path) {
+  std::string name = fs::path(library_path).filename().string();
+  const size_t so = name.find(".so");
+  if (so != std::string::npos && so > 0) name.erase(so);
+  for (const std::string_view prefix : {"lib", "kvcheck_backend_"})
+    if (name.starts_with(prefix) && name.size() > prefix.size()) name.erase(0, prefix.size());
+  return file_safe(name, "backend");
+}
+
+std::vector<fs::path> result_relative_paths(const std::vector<ResultKey>& keys) {
+  std::vector<fs::path> files;
+  files.reserve(keys.size());
+  for (const ResultKey& k : keys)
+    files.push_back(fs::absolute(k.scenario_path).lexically_normal());
+  const fs::path root = common_folder(files);
+  std::vector<fs::path> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const fs::path rel = files[i].lexically_relative(root);
+    fs::path result;
+    for (const fs::path& part : rel.parent_path()) result /= file_safe(part.string(), "_");
+    std::string stem = rel.filename().string();
+    if (stem.ends_with(".json") && stem.size() > 5) stem.resize(stem.size() - 5);
+    std::string name = file_safe(stem, "scenario");
+    if (!keys[i].backend_path.empty()) name += "." + backend_short_name(keys[i].backend_path);
+    name += keys[i].variant;  // made here: ".seed3", ".repeat2", ".clean"
+    out.push_back(result / (name + ".json"));
+  }
+  return out;
+}
+
+std::optional<std::string> result_collision(const std::vector<ResultKey>& keys,
+                                            const std::vector<fs::path>& relative) {
+  std::map<fs::path, size_t> seen;
+  for (size_t i = 0; i < relative.size(); ++i) {
+    auto [at, fresh] = seen.emplace(relative[i], i);
+    if (fresh) continue;
+    const ResultKey& a = keys[at->second];
+    return fmt::format("{}{} and {}{} would both write result file {}", a.scenario_path,
+                       a.variant.empty() ? "" : " (" + a.variant.substr(1) + ")",
+                       keys[i].scenario_path,
+                       keys[i].variant.empty() ? "" : " (" + keys[i].variant.substr(1) + ")",
+                       relative[i].string());
+  }
+  return std::nullopt;
 }
 
 std::vector<fs::path> prepare_result_files(const fs::path& out_dir,
-                                           const std::vector<std::string>& names) {
+                                           const std::vector<fs::path>& relative) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
@@ -71,18 +135,22 @@ std::vector<fs::path> prepare_result_files(const fs::path& out_dir,
   const std::size_t name_max = name_max_of(out_dir);
   const std::size_t absolute_dir = fs::absolute(out_dir, ec).string().size();
   std::vector<fs::path> files;
-  for (const std::string& name : names) {
-    const std::string file = result_file_name(name);
-    if (file.size() + kTempNameExtra > name_max)
-      throw WriteError(fmt::format("cannot write result file {}: its name has {} bytes, and "
-                                   "with its temporary suffix more than the {} a file name may "
-                                   "have here (shorten the scenario's \"name\")",
-                                   file, file.size(), name_max));
-    if (absolute_dir + 1 + file.size() + kTempNameExtra >= PATH_MAX)
+  files.reserve(relative.size());
+  for (const fs::path& rel : relative) {
+    for (const fs::path& part : rel) {
+      const std::size_t extra = part == rel.filename() ? kTempNameExtra : 0;
+      if (part.string().size() + extra > name_max)
+        throw WriteError(fmt::format("cannot write result file {}: its part {} has {} bytes, "
+                                     "and with a temporary suffix more than the {} a file name "
+                                     "may have here (shorten the scenario's file name)",
+                                     rel.string(), part.string(), part.string().size(),
+                                     name_max));
+    }
+    if (absolute_dir + 1 + rel.string().size() + kTempNameExtra >= PATH_MAX)
       throw WriteError(fmt::format("cannot write result file {} in {}: the path would be longer "
                                    "than PATH_MAX ({} bytes); choose a shorter --out",
-                                   file, out_dir.string(), PATH_MAX));
-    files.push_back(out_dir / file);
+                                   rel.string(), out_dir.string(), PATH_MAX));
+    files.push_back(out_dir / rel);
   }
   probe_writable(out_dir);
   return files;

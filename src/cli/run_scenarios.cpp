@@ -193,6 +193,40 @@ std::unique_ptr<Device> make_device_for(const RunOptions& opts,
   }
 }
 
+// Each file's runs: once per --seeds seed, --repeat times each, and its clean twin after a run
+// with regressions on (--clean-twins), in that order; the variant names each.
+std::vector<LoadedScenario> expand_runs(std::vector<LoadedScenario> files, const RunOptions& opts) {
+  auto add_variant = [](LoadedScenario& l, const std::string& v) {
+    l.variant += v;
+    l.scenario.name += v;
+  };
+  std::vector<LoadedScenario> runs;
+  const size_t seeds = std::max<size_t>(opts.seeds.size(), 1);
+  runs.reserve(files.size() * seeds * static_cast<size_t>(opts.repeat));
+  for (const LoadedScenario& l : files)
+    for (size_t k = 0; k < seeds; ++k)
+      for (int32_t r = 1; r <= opts.repeat; ++r) {
+        LoadedScenario run = l;
+        if (!opts.seeds.empty()) {
+          run.scenario.seed = opts.seeds[k];
+          add_variant(run, fmt::format(".seed{}", opts.seeds[k]));
+        }
+        if (opts.repeat > 1) add_variant(run, fmt::format(".repeat{}", r));
+        const bool twin = opts.clean_twins && !run.scenario.regressions.empty();
+        if (twin) {
+          LoadedScenario clean = run;
+          add_variant(clean, ".clean");
+          clean.scenario.regressions = RegressionSet();
+          clean.scenario.expect = Expectation::clean;
+          runs.push_back(std::move(run));
+          runs.push_back(std::move(clean));
+        } else {
+          runs.push_back(std::move(run));
+        }
+      }
+  return runs;
+}
+
 // Validation only: every file parsed, every override and path-selecting environment variable
 // checked, nothing run.
 bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
@@ -217,42 +251,7 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
-  if (!opts.seeds.empty()) {
-    std::vector<LoadedScenario> per_seed;
-    per_seed.reserve(scenarios.size() * opts.seeds.size());
-    for (const auto& l : scenarios)
-      for (uint64_t seed : opts.seeds) {
-        LoadedScenario run = l;
-        run.scenario.seed = seed;
-        run.scenario.name += fmt::format(".seed{}", seed);
-        per_seed.push_back(std::move(run));
-      }
-    scenarios = std::move(per_seed);
-  }
-  if (opts.clean_twins) {
-    std::vector<LoadedScenario> with_twins;
-    for (auto& l : scenarios) {
-      with_twins.push_back(l);
-      if (l.scenario.regressions.empty()) continue;
-      LoadedScenario twin = l;
-      twin.scenario.name += ".clean";
-      twin.scenario.regressions = RegressionSet();
-      twin.scenario.expect = Expectation::clean;
-      with_twins.push_back(std::move(twin));
-    }
-    scenarios = std::move(with_twins);
-  }
-  // Two scenarios whose results would be the same file: the second would overwrite the first.
-  std::map<std::string, const LoadedScenario*> by_file;
-  for (const auto& l : scenarios) {
-    const std::string file = result_file_name(l.scenario.name);
-    auto [at, fresh] = by_file.emplace(file, &l);
-    if (fresh) continue;
-    spdlog::error("{} (scenario \"{}\") and {} (scenario \"{}\") would both write result file "
-                  "{}: give them distinct \"name\"s, or run them with separate --out folders",
-                  at->second->path, at->second->scenario.name, l.path, l.scenario.name, file);
-    ok = false;
-  }
+  scenarios = expand_runs(std::move(scenarios), opts);
   return ok;
 }
 
@@ -609,16 +608,29 @@ void print_summary(const RunSummary& summary, std::ostream& os) {
 // could not run.
 int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
             const Deadline& deadline) {
-  // Where every result goes, checked before a device is made or a step is run.
   std::vector<std::string> names;
   for (const auto& l : scenarios) names.push_back(l.scenario.name);
-  const std::vector<fs::path> files =
-      opts.no_out ? std::vector<fs::path>() : prepare_result_files(opts.out_dir, names);
   // Each scenario's backend; the options themselves (with every file's path) are shared, so
   // memory stays linear in the number of files.
   std::vector<BackendOptions> backends;
   backends.reserve(scenarios.size());
   for (const auto& l : scenarios) backends.push_back(backend_for(opts, l));
+  // Where every result goes, checked before a device is made or a step is run.
+  std::vector<fs::path> files;
+  if (!opts.no_out) {
+    std::vector<ResultKey> keys;
+    keys.reserve(scenarios.size());
+    for (size_t k = 0; k < scenarios.size(); ++k)
+      keys.push_back({.scenario_path = scenarios[k].path,
+                      .backend_path = backends[k].path,
+                      .variant = scenarios[k].variant});
+    const std::vector<fs::path> relative = result_relative_paths(keys);
+    if (auto clash = result_collision(keys, relative)) {
+      spdlog::error("{}: run them with separate --out folders", *clash);
+      return kExitBadInput;
+    }
+    files = prepare_result_files(opts.out_dir, relative);
+  }
   // With a backend the parent makes no device (on CUDA it must not initialise the driver before
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
   const bool isolated = std::any_of(backends.begin(), backends.end(),
@@ -684,6 +696,11 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       rep.doc["started_at"] = started_at;
 
       if (!opts.no_out) {
+        std::error_code ec;
+        fs::create_directories(files[i].parent_path(), ec);
+        if (ec)
+          throw WriteError(fmt::format("cannot create result folder {}: {}",
+                                       files[i].parent_path().string(), ec.message()));
         atomic_write(files[i], dump_result(rep.doc));
         spdlog::debug("wrote {}", files[i].string());
         ++written;

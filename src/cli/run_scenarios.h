@@ -30,7 +30,7 @@ struct RunOptions {
   std::vector<std::string> files;  // scenario files and folders (cli/scenario_files.h)
   DeviceKind device = DeviceKind::host;
   Overrides overrides;
-  std::string out_dir = "results/runs";  // one <scenario name>.json per run
+  std::string out_dir = "results/runs";  // one result file per run (cli/result_paths.h)
   bool no_out = false;                    // --no-out: write no result file
   bool json = false;    // result document(s) on stdout instead of the table
   bool bisect = false;  // exit codes mapped for git bisect run (exit_codes.h; app.cpp maps)
@@ -57,6 +57,8 @@ struct RunOptions {
   // --seeds: each scenario runs once per seed, as "<name>.seed<N>" (one result file each); empty:
   // once, with the scenario's own seed (or --seed).
   std::vector<uint64_t> seeds;
+  // --repeat: each scenario (each seed) runs this many times, as "<name>.repeat<K>".
+  int32_t repeat = 1;
   // --set KEY=VALUE: scenario fields changed for the run, as if every file had them.
   std::vector<FieldSetting> settings;
   // --junit: also write the run as a JUnit XML report there (report/junit.h); empty: none.

@@ -146,8 +146,8 @@ const Fields<SiteToleranceSpec>& site_tolerance_fields() {
   return f;
 }
 
-// The name is the result file's (<name>.json, and <name>.clean.json under --clean-twins): with
-// its temporary name (".<file>.tmp.<pid>.<random>") it must stay within NAME_MAX (255 bytes).
+// The name is shown in tables, JUnit reports and results, with ".seed<N>", ".repeat<K>" and
+// ".clean" appended for the runs of one file (the result file is named after the file).
 constexpr std::size_t kMaxNameBytes = 200;
 
 Field<Scenario> name_field() {
@@ -159,8 +159,8 @@ Field<Scenario> name_field() {
             out.name = read_string(v, p);
             if (out.name.empty()) fail(p, "got \"\" (a string), expected a non-empty name");
             if (out.name.size() > kMaxNameBytes)
-              fail(p, fmt::format("got a name of {} bytes, expected at most {} (it names the "
-                                  "result file, <name>.json, and a file name has at most 255)",
+              fail(p, fmt::format("got a name of {} bytes, expected at most {} (a name is "
+                                  "for tables and reports; the file's path says where it is)",
                                   out.name.size(), kMaxNameBytes));
           },
           .value_of = [](const Scenario& s) { return Json(s.name); },

@@ -57,7 +57,7 @@ TEST_F(BackendConventions, DeclaredConventionsAreBridgedInEveryPlacement) {
     CliRun r = kvcheck("run" + suite + " -q --out out " + pin + " --backend " +
                        conventions_plugin("conventions"));
     EXPECT_EQ(r.exit_code, 0) << pin << "\n" << r.out << r.err;
-    const json smoke = json::parse(read_file(dir_ / "out/smoke.json"));
+    const json smoke = json::parse(read_file(dir_ / "out/smoke.kvtest_conventions.json"));
     const std::string notes = smoke["backend"]["notes"].dump();
     EXPECT_TRUE(contains(notes, "q and out converted between f32 and bf16")) << notes;
     if (!pin.empty()) {
@@ -73,7 +73,7 @@ TEST_F(BackendConventions, AnLseInAnotherBaseThanDeclaredIsCaughtAtTheMerge) {
   CliRun r = kvcheck("run " + smoke_file + " --out out --backend " +
                      conventions_plugin("conventions_lie"));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const json smoke = json::parse(read_file(dir_ / "out/smoke.json"));
+  const json smoke = json::parse(read_file(dir_ / "out/smoke.kvtest_conventions_lie.json"));
   EXPECT_EQ(smoke["verdict"], "corrupt");
   const std::string ops = smoke["first_failure"]["ops"].dump();
   EXPECT_TRUE(contains(ops, "merge_states")) << ops;

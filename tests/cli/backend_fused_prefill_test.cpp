@@ -38,9 +38,13 @@ TEST_F(FusedPrefill, ReplacesTheChainAndGivesTheChainsFigures) {
                          "--backend " + kHostPlugin);
   ASSERT_EQ(chain.exit_code, 0) << chain.err;
   int compared = 0;
+  // Each result is named after its scenario file and backend: <path>.kvtest_fused.json and
+  // <path>.host.json.
   for (const std::string& name : files_under("fused")) {
+    ASSERT_TRUE(name.ends_with(".kvtest_fused.json")) << name;
+    const std::string chain_name = name.substr(0, name.size() - 18) + ".host.json";
     const json f = json::parse(read_file(dir_ / "fused" / name));
-    const json c = json::parse(read_file(dir_ / "chain" / name));
+    const json c = json::parse(read_file(dir_ / "chain" / chain_name));
     std::map<std::string, json> ops;
     for (const auto& op : f["backend"]["ops"]) ops[op["op"]] = op;
     EXPECT_GT(ops["paged_prefill"]["backend_calls"].get<int64_t>(), 0) << name;
@@ -61,12 +65,13 @@ TEST_F(FusedPrefill, TheChainsRegressionsSayTheyHaveNoEffect) {
                             "/scenarios/regressions/merge-ignores-context-count.json";
   CliRun r = kvcheck("run " + merge + " --expect clean --out out --backend " + kFused);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const json b = json::parse(read_file(dir_ / "out/merge-ignores-context-count.json"))["backend"];
+  const fs::path result = dir_ / "out/merge-ignores-context-count.kvtest_fused.json";
+  const json b = json::parse(read_file(result))["backend"];
   EXPECT_TRUE(contains(b["notes"].dump(), "regression merge-ignores-context-count has no effect"))
       << b["notes"];
   // The coverage gap says so too, and the hint of a run that expected the corruption.
   const json gaps =
-      json::parse(read_file(dir_ / "out/merge-ignores-context-count.json"))["coverage_gaps"];
+      json::parse(read_file(result))["coverage_gaps"];
   ASSERT_EQ(gaps.size(), 1u) << gaps;
   EXPECT_EQ(gaps[0]["mechanism"], "backend.paged_prefill");
   CliRun expected = kvcheck("run " + merge + " --out out --backend " + kFused);

@@ -28,8 +28,10 @@ class BackendIsolation : public CliTest {
     EXPECT_TRUE(contains(r.out, "verdict: error — backend op write_kv " + what)) << r.out;
     EXPECT_TRUE(contains(r.err, "backend op write_kv " + what)) << r.err;
     EXPECT_TRUE(contains(r.err, "a regression of the backend (exit 1)")) << r.err;
-    EXPECT_EQ(files_under("out"), std::vector<std::string>{"tiny.json"});  // no stray temp file
-    const json doc = json::parse(read_file(dir_ / "out/tiny.json"));
+    // One result, named after the file and the plugin; no stray temp file.
+    const std::string result = "tiny.kvtest_plugin_" + kind + ".json";
+    EXPECT_EQ(files_under("out"), std::vector<std::string>{result});
+    const json doc = json::parse(read_file(dir_ / "out" / result));
     EXPECT_EQ(doc["schema"], "kvcheck.result/2");
     EXPECT_EQ(doc["verdict"], "error");
     EXPECT_EQ(doc["meets_expectation"], false);
@@ -117,8 +119,8 @@ TEST_F(BackendIsolation, AHealthyBackendRunsAsBeforeAlsoWithBackendSync) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(synced.exit_code, 0) << synced.err;
   ASSERT_EQ(builtin.exit_code, 0) << builtin.err;
-  const json a = json::parse(read_file(dir_ / "a/poison.json"));
-  const json b = json::parse(read_file(dir_ / "b/poison.json"));
+  const json a = json::parse(read_file(dir_ / "a/poison.host.json"));
+  const json b = json::parse(read_file(dir_ / "b/poison.host.json"));
   const json c = json::parse(read_file(dir_ / "c/poison.json"));
   for (const json* d : {&a, &b}) {
     EXPECT_EQ((*d)["verdict"], c["verdict"]);

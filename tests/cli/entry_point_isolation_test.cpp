@@ -157,7 +157,7 @@ TEST_F(EntryPoints, RunDestroyThatCrashesOrHangsIsAnErrorVerdict) {
       kvcheck("run tiny.json --out out --backend " + kFatal + " --backend-option destroy=crash");
   EXPECT_EQ(crash.exit_code, 1) << crash.err;
   EXPECT_TRUE(contains(crash.err, "backend op destroy crashed (SIGSEGV)")) << crash.err;
-  const json e = json::parse(read_file(dir_ / "out/tiny.json"))["error"];
+  const json e = json::parse(read_file(dir_ / "out/tiny.kvtest_fatal.json"))["error"];
   EXPECT_EQ(e["op"], "destroy");
   EXPECT_EQ(e["layer"], -1) << "destroy runs outside every layer: " << e;
   EXPECT_TRUE(e["layer_kind"].is_null()) << e;

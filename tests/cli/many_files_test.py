@@ -72,7 +72,8 @@ def main():
             docs = json.loads(r.stdout)
             if not isinstance(docs, list) or len(docs) != len(written):
                 fail(f"{label}: {len(docs)} documents on stdout, {len(written)} result files")
-            if sorted(d["scenario"] + ".json" for d in docs) != written:
+            # Each result is named after its scenario file.
+            if sorted(os.path.basename(d["scenario_path"]) for d in docs) != written:
                 fail(f"{label}: the documents are not the scenarios whose files were written")
         print(f"  {len(written)} scenario(s) finished before the deadline")
     shutil.rmtree(work, ignore_errors=True)

@@ -123,13 +123,62 @@ TEST(Overrides, RegressionNamesParseIntoTheEnumWithASuggestion) {
   EXPECT_NE(unknown.find("gather-assumes-contiguous"), std::string::npos) << unknown;
 }
 
-TEST(ResultFileName, StaysInsideTheOutputFolder) {
-  EXPECT_EQ(result_file_name("smoke"), "smoke.json");
-  EXPECT_EQ(result_file_name("seed-000_mla.v2"), "seed-000_mla.v2.json");
-  EXPECT_EQ(result_file_name("../etc/passwd"), ".._etc_passwd.json");
-  EXPECT_EQ(result_file_name("a b/c"), "a_b_c.json");
-  EXPECT_EQ(result_file_name(""), "scenario.json");
-  EXPECT_EQ(result_file_name(".."), "scenario.json");
+// Result files: the scenario's path below the folder the run's files share, the backend's short
+// name and the variant; never outside the output folder; two runs never share one.
+std::vector<std::string> result_paths(const std::vector<ResultKey>& keys) {
+  std::vector<std::string> out;
+  for (const auto& p : result_relative_paths(keys)) out.push_back(p.string());
+  return out;
+}
+
+TEST(ResultPaths, FollowTheScenarioFilesBelowTheirSharedFolder) {
+  EXPECT_EQ(result_paths({{.scenario_path = "scenarios/smoke.json"}}),
+            std::vector<std::string>{"smoke.json"});
+  EXPECT_EQ(result_paths({{.scenario_path = "/a/s/smoke.json"},
+                          {.scenario_path = "/a/s/regressions/x.json"},
+                          {.scenario_path = "/a/s/gpu/regressions/x.json"}}),
+            (std::vector<std::string>{"smoke.json", "regressions/x.json",
+                                      "gpu/regressions/x.json"}));
+  // A relative and an absolute spelling of one folder are one folder.
+  const std::string here = std::filesystem::current_path().string();
+  EXPECT_EQ(result_paths({{.scenario_path = "d/a.json"}, {.scenario_path = here + "/d/e/b.json"}}),
+            (std::vector<std::string>{"a.json", "e/b.json"}));
+}
+
+TEST(ResultPaths, NameTheBackendAndTheVariant) {
+  EXPECT_EQ(backend_short_name("/x/libkvcheck_backend_flashinfer.so"), "flashinfer");
+  EXPECT_EQ(backend_short_name("build/libmine.so.1.2"), "mine");
+  EXPECT_EQ(backend_short_name("plugin"), "plugin");
+  EXPECT_EQ(backend_short_name("/x/lib.so"), "lib");
+  EXPECT_EQ(result_paths({{.scenario_path = "s/a.json",
+                           .backend_path = "/p/libkvcheck_backend_host.so",
+                           .variant = ".seed3.repeat2.clean"}}),
+            std::vector<std::string>{"a.host.seed3.repeat2.clean.json"});
+}
+
+TEST(ResultPaths, StayInsideTheOutputFolder) {
+  EXPECT_EQ(result_paths({{.scenario_path = "d/a b$.json"}}),
+            std::vector<std::string>{"a_b_.json"});
+  EXPECT_EQ(result_paths({{.scenario_path = "d/.json"}}), std::vector<std::string>{"_json.json"});
+  EXPECT_EQ(result_paths({{.scenario_path = "d/x"}, {.scenario_path = "d/y z/w.json"}}),
+            (std::vector<std::string>{"x.json", "y_z/w.json"}));
+  for (const auto& p : result_relative_paths({{.scenario_path = "/a/../../b.json"},
+                                              {.scenario_path = "/c/d.json"}})) {
+    EXPECT_FALSE(p.is_absolute()) << p;
+    for (const auto& part : p) EXPECT_NE(part.string(), "..") << p;
+  }
+}
+
+TEST(ResultPaths, ACollisionNamesBothRuns) {
+  const std::vector<ResultKey> keys{{.scenario_path = "d/a.json", .variant = ".seed1"},
+                                    {.scenario_path = "d/a b.json", .variant = ""},
+                                    {.scenario_path = "d/a_b.json", .variant = ""}};
+  const auto clash = result_collision(keys, result_relative_paths(keys));
+  ASSERT_TRUE(clash.has_value());
+  EXPECT_NE(clash->find("d/a b.json and d/a_b.json would both write result file a_b.json"),
+            std::string::npos)
+      << *clash;
+  EXPECT_FALSE(result_collision({keys[0], keys[1]}, result_relative_paths({keys[0], keys[1]})));
 }
 
 TEST(DeviceFactory, HostAlwaysAutoFallsBackCudaExplains) {

@@ -43,7 +43,7 @@ TEST_F(RunStatusOrder, AMismatchIsNotHiddenByALaterDeadline) {
     EXPECT_EQ(r.exit_code, 1) << r.err;  // was 3 (125 under --bisect: skip a bad commit)
     EXPECT_TRUE(contains(r.err, "--max-seconds 2 reached while running long-op")) << r.err;
     EXPECT_TRUE(contains(r.err, "a mismatch outranks a run that could not finish")) << r.err;
-    EXPECT_EQ(files_under("out"), std::vector<std::string>{"mismatch.json"});
+    EXPECT_EQ(files_under("out"), std::vector<std::string>{"a.json"});
   }
 }
 
@@ -64,21 +64,42 @@ TEST_F(RunStatusOrder, ACannotRunAloneIsStill3) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
-TEST_F(RunStatusOrder, TwoScenariosWritingOneResultFileAreRefused) {
+// Results are named after the scenario files, not their "name"s: two files of one name, or of
+// one file name in two folders, each write their own.
+TEST_F(RunStatusOrder, ScenariosOfOneNameWriteOneResultEach) {
   write("a.json", kTinyScenario);
   write("b.json", kTinyScenario);  // the same "name": tiny
-  const CliRun r = kvcheck("run a.json b.json --out out");
+  fs::create_directories(dir_ / "sub");
+  write("sub/a.json", kTinyScenario);
+  const CliRun r = kvcheck("run a.json b.json sub/a.json --out out --seeds 1-2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> files = files_under("out");
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"a.seed1.json", "a.seed2.json", "b.seed1.json",
+                                             "b.seed2.json", "sub/a.seed1.json",
+                                             "sub/a.seed2.json"}));
+  const nlohmann::json doc = nlohmann::json::parse(read_file(dir_ / "out/sub/a.seed2.json"));
+  EXPECT_EQ(doc["scenario"], "tiny.seed2");
+  EXPECT_EQ(doc["seed"], 2);
+}
+
+TEST_F(RunStatusOrder, TwoRunsWritingOneResultFileAreRefused) {
+  write("a.json", kTinyScenario);
+  const CliRun r = kvcheck("run a.json a.json --out out");  // one file twice
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(contains(r.err, "a.json (scenario \"tiny\") and b.json (scenario \"tiny\") would "
-                              "both write result file tiny.json"))
+  EXPECT_TRUE(contains(r.err, "a.json and a.json would both write result file a.json: run them "
+                              "with separate --out folders"))
       << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "out")) << "refused before anything ran";
-  // Names that differ but map to one file name ("a b" and "a_b" are both a_b.json).
-  write("c.json", R"({"format": 1, "name": "a b", "model": {"layers": 1}})");
-  write("d.json", R"({"format": 1, "name": "a_b", "model": {"layers": 1}})");
-  const CliRun mapped = kvcheck("run c.json d.json --out out");
+  // File names that differ but map to one result file ("a b" and "a_b" are both a_b.json).
+  write("a b.json", kTinyScenario);
+  write("a_b.json", kTinyScenario);
+  const CliRun mapped = kvcheck("run 'a b.json' a_b.json --out out");
   EXPECT_EQ(mapped.exit_code, 2) << mapped.err;
   EXPECT_TRUE(contains(mapped.err, "would both write result file a_b.json")) << mapped.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  // Without result files nothing collides.
+  EXPECT_EQ(kvcheck("run a.json a.json --no-out").exit_code, 0);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST_F(RunCommand, NoRegressionsReplacesTheScenarioList) {
   EXPECT_EQ(as_written.exit_code, 0) << as_written.out << as_written.err;
   CliRun off = kvcheck("run ab.json --no-regressions --expect clean --out out");
   EXPECT_EQ(off.exit_code, 0) << off.out << off.err;
-  json doc = json::parse(read_file(dir_ / "out/poison.json"));  // named in the file
+  json doc = json::parse(read_file(dir_ / "out/ab.json"));  // named after the file
   EXPECT_EQ(doc["regressions"], json::array());
   EXPECT_EQ(doc["verdict"], "clean");
 }

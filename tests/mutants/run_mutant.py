@@ -34,7 +34,7 @@ def suite(source_dir):
 
 
 def results_by_path(out_dir):
-    """The result documents kvcheck wrote (one per run, "<scenario name>.json"), grouped by the
+    """The result documents kvcheck wrote (one per run, named after the file), grouped by the
     real path of their scenario file, the original before its clean twin."""
     found = {}
     for doc in kv.read_results(out_dir):

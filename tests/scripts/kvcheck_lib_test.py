@@ -132,9 +132,12 @@ class ResultHelpersTest(unittest.TestCase):
             for name in ("b.clean", "b", "a"):
                 pathlib.Path(out, name + ".json").write_text(json.dumps({"scenario": name}))
             pathlib.Path(out, "notes.txt").write_text("not a result")
+            pathlib.Path(out, "sub").mkdir()  # a folder run's results mirror its folders
+            pathlib.Path(out, "sub", "c.json").write_text(json.dumps({"scenario": "c"}))
+            pathlib.Path(out, "sub", ".c.json.tmp.1.2").write_text("{")  # a temporary
             names = [d["scenario"] for d in kv.read_results(out)]
         self.assertLess(names.index("b"), names.index("b.clean"))
-        self.assertEqual(sorted(names), ["a", "b", "b.clean"])
+        self.assertEqual(sorted(names), ["a", "b", "b.clean", "c"])
 
 
 class ScenarioWalkTest(unittest.TestCase):
