@@ -84,6 +84,26 @@ void add(RunCost& c, std::string what, double bytes, bool on_device, std::string
   c.memory.push_back({std::move(what), static_cast<int64_t>(bytes), on_device, std::move(fields)});
 }
 
+// Multiply-adds of one token position through every layer's projections, about.
+double projection_work(const ModelSpec& m) {
+  const double q = static_cast<double>(m.num_q_heads) * m.head_dim;
+  const double kv = static_cast<double>(m.num_kv_heads) * m.head_dim;
+  double sum = 0;
+  for (LayerKind k : m.layers) {
+    const double latent = static_cast<double>(m.kv_lora_rank) + m.qk_rope_dim;
+    const double width = k == LayerKind::mla ? (m.num_q_heads + 1) * latent : 2 * q + 2 * kv;
+    sum += m.hidden_size * width;
+  }
+  return sum;
+}
+
+// Multiply-adds of one (query, key) pair of an attention-like layer, the widest kind.
+double pair_work(const ModelSpec& m) {
+  const double heads = m.num_q_heads;
+  if (has_layer(m, LayerKind::mla)) return heads * (2.0 * m.kv_lora_rank + m.qk_rope_dim);
+  return heads * 2.0 * m.head_dim;
+}
+
 }  // namespace
 
 int64_t RunCost::device_bytes() const {
@@ -201,6 +221,8 @@ RunCost estimate_run_cost(const Scenario& sc) {
       count_of(m, LayerKind::attention) + count_of(m, LayerKind::mla);
   c.reference_pairs =
       static_cast<int64_t>(c.checked_requests * attention_like * mean_tokens * mean_tokens / 2);
+  c.work = c.epochs * (c.tokens_per_epoch * projection_work(m) +
+                       2.0 * static_cast<double>(c.reference_pairs) * pair_work(m));
   return c;
 }
 

@@ -36,6 +36,11 @@ struct RunCost {
   // References extended at once at most, one checker job each (reference/host/host_reference.cpp): the
   // checked requests that can run at once. Each job beyond the first may get a thread of its own.
   int64_t references_at_once = 1;
+  // The run's arithmetic, in multiply-adds over all epochs, roughly: the engine's projections
+  // (token positions x layers x hidden_size x the layer's width) and the attention pairs, once in
+  // the engine and once in the float64 reference, at the model's widths. Only to compare
+  // scenarios with one another: ordering, and balancing `kvcheck run --shard`.
+  double work = 0;
 
   int64_t device_bytes() const;  // the on_device items
   int64_t host_bytes() const;    // the rest: host memory on any device

@@ -1,7 +1,7 @@
 // cmd_list_scenarios.cpp — `kvcheck list scenarios [PATH...]`: the scenarios a folder holds (by
-// default ./scenarios), one line each: path, name, expectation, regressions, and what a run costs
-// (token positions over all epochs, estimated memory), so that a CI author can pick and shard a
-// suite without opening 46 files. Invalid files are listed as such (exit 2 after the listing).
+// default ./scenarios), one line each: path, name, expectation, what a run costs (token positions
+// over all epochs, estimated work and memory), labels and regressions, so that a CI author can
+// pick and shard a suite without opening 46 files. Invalid files are listed as such (exit 2 after the listing).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -25,8 +25,10 @@ namespace {
 
 struct ScenarioRow {
   std::string path, name, expect, regressions;
+  std::vector<std::string> labels;
   int64_t tokens = 0;  // over all epochs
   int64_t bytes = 0;   // estimated memory, host and device
+  double work = 0;     // RunCost::work: what --shard balances
 };
 
 std::vector<ScenarioRow> rows_of(const std::vector<LoadedScenario>& scenarios) {
@@ -38,8 +40,10 @@ std::vector<ScenarioRow> rows_of(const std::vector<LoadedScenario>& scenarios) {
                     .name = l.scenario.name,
                     .expect = to_string(l.scenario.expect),
                     .regressions = regressions.empty() ? "-" : regressions,
+                    .labels = l.scenario.labels,
                     .tokens = cost.tokens_per_epoch * cost.epochs,
-                    .bytes = cost.total_bytes()});
+                    .bytes = cost.total_bytes(),
+                    .work = cost.work});
   }
   return rows;
 }
@@ -50,12 +54,14 @@ void print_rows(std::ostream& os, const std::vector<ScenarioRow>& rows) {
     path_w = std::max(path_w, r.path.size());
     name_w = std::max(name_w, r.name.size());
   }
-  os << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>8}  {:>10}  {}\n", "path", path_w, "name", name_w,
-                    "expect", "tokens", "memory", "regressions");
+  os << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>8}  {:>8}  {:>10}  {:<12}  {}\n", "path", path_w,
+                    "name", name_w, "expect", "tokens", "work", "memory", "labels",
+                    "regressions");
   for (const auto& r : rows)
-    os << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>8}  {:>10}  {}\n", r.path, path_w, r.name,
-                      name_w, r.expect, format_count(static_cast<double>(r.tokens)),
-                      format_bytes(r.bytes), r.regressions);
+    os << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>8}  {:>8}  {:>10}  {:<12}  {}\n", r.path, path_w,
+                      r.name, name_w, r.expect, format_count(static_cast<double>(r.tokens)),
+                      format_count(r.work), format_bytes(r.bytes),
+                      r.labels.empty() ? "-" : join(r.labels, ","), r.regressions);
   os << fmt::format("{} scenario{}\n", rows.size(), rows.size() == 1 ? "" : "s");
 }
 
@@ -64,7 +70,8 @@ void print_rows(std::ostream& os, const std::vector<ScenarioRow>& rows) {
 Command add_list_scenarios(CLI::App& list) {
   CLI::App* app = list.add_subcommand(
       "scenarios", "List the scenarios under folders or files (default ./scenarios): name, "
-                   "expectation, regressions, token positions and estimated memory");
+                   "expectation, token positions, estimated work (what --shard balances) and "
+                   "memory, labels, regressions");
   auto paths = std::make_shared<std::vector<std::string>>();
   app->add_option("paths", *paths, "Scenario files or folders (default: scenarios)");
   auto json = std::make_shared<bool>(false);
@@ -79,7 +86,8 @@ Command add_list_scenarios(CLI::App& list) {
       for (const auto& r : rows)
         out.push_back({{"path", r.path}, {"name", r.name}, {"expect", r.expect},
                        {"regressions", r.regressions == "-" ? "" : r.regressions},
-                       {"tokens", r.tokens}, {"estimated_bytes", r.bytes}});
+                       {"labels", r.labels},
+                       {"tokens", r.tokens}, {"work", r.work}, {"estimated_bytes", r.bytes}});
       std::cout << out.dump(2) << '\n';
     } else {
       print_rows(std::cout, rows);

@@ -62,6 +62,27 @@ Command add_run_command(CLI::App& parent) {
       ->type_name("LIST")
       ->check(parsed_by(parse_seed_list, "seed list"))
       ->excludes(seed_opt);
+  app->add_option("-k", opts->selection.keywords,
+                  "Run only the scenarios whose path or name matches PATTERN (repeatable: any): "
+                  "a glob (* ? [...]) matching the whole, else a substring")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
+  app->add_option("--label", opts->selection.labels,
+                  "Run only the scenarios that carry label L (repeatable: any of them)")
+      ->type_name("L")
+      ->allow_extra_args(false)
+      ->check(label_text());
+  app->add_option("--exclude-label", opts->selection.excluded,
+                  "Leave out the scenarios that carry label L (repeatable)")
+      ->type_name("L")
+      ->allow_extra_args(false)
+      ->check(label_text());
+  auto shard_text = std::make_shared<std::string>();
+  app->add_option("--shard", *shard_text,
+                  "Run shard I of N (I/N) of the runs: N machines given the same files and "
+                  "options run disjoint parts whose union is the whole, balanced by estimated work")
+      ->type_name("I/N")
+      ->check(parsed_by(parse_shard, "shard"));
   app->add_option("--repeat", opts->repeat,
                   "Run each scenario (each seed) N times with the same seed (one result each, "
                   "<file>.repeat<K>.json): a verdict that changes between them is nondeterminism")
@@ -212,6 +233,7 @@ Command add_run_command(CLI::App& parent) {
     if (*max_memory_opt) o.max_memory = parse_memory_size(*max_memory);
     for (const auto& text : *settings)
       o.settings.push_back(std::get<FieldSetting>(parse_field_setting(text)));
+    if (!shard_text->empty()) o.shard = std::get<Shard>(parse_shard(*shard_text));
     if (!seeds_text->empty()) o.seeds = std::get<std::vector<uint64_t>>(parse_seed_list(*seeds_text));
     if (*require_gpu) {
       if (device_opt->count() > 0 && o.device == DeviceKind::host) {

@@ -6,12 +6,23 @@
 #include <cstdint>
 #include <string>
 
+#include "scenario/labels.h"
+
 namespace kv::cli {
 
 CLI::Validator non_empty_path() {
   return CLI::Validator(
       [](std::string& v) { return v.empty() ? std::string("expected a path, got ''") : ""; },
       "PATH", "non-empty path");
+}
+
+CLI::Validator label_text() {
+  return CLI::Validator(
+      [](std::string& v) {
+        auto why = label_problem(v);
+        return why ? *why + ", got \"" + v + "\"" : std::string();
+      },
+      "L", "label");
 }
 
 namespace {

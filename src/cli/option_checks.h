@@ -17,6 +17,9 @@ CLI::Validator non_empty_path();
 // unsigned target.
 CLI::Validator uint64_text();
 
+// A label (scenario/labels.h).
+CLI::Validator label_text();
+
 // A finite number above 0: a tolerance of "nan" or "inf" would pass every case.
 CLI::Validator positive_finite();
 

@@ -250,8 +250,25 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
   for (const auto& msg : loaded.errors) spdlog::error("{}", msg);
   if (!ok || !loaded.ok()) return false;
   scenarios = std::move(loaded.valid);
+  if (auto why = apply_selection(scenarios, opts.selection)) {
+    spdlog::error("{}", *why);
+    return false;
+  }
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
   scenarios = expand_runs(std::move(scenarios), opts);
+  if (opts.shard.count > 1) {
+    std::vector<double> work;
+    work.reserve(scenarios.size());
+    for (const auto& l : scenarios) work.push_back(estimate_run_cost(l.scenario).work);
+    std::vector<LoadedScenario> mine;
+    for (size_t k : shard_members(work, opts.shard)) mine.push_back(std::move(scenarios[k]));
+    spdlog::info("--shard {}/{}: {} of the {} run(s)", opts.shard.index, opts.shard.count,
+                 mine.size(), scenarios.size());
+    if (mine.empty())
+      spdlog::warn("--shard {}/{}: this shard holds no run ({} run(s) over {} shards)",
+                   opts.shard.index, opts.shard.count, scenarios.size(), opts.shard.count);
+    scenarios = std::move(mine);
+  }
   return ok;
 }
 

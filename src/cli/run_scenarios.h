@@ -11,6 +11,7 @@
 
 #include "cli/device_factory.h"
 #include "cli/overrides.h"
+#include "cli/run_selection.h"
 #include "reference/reference_choice.h"
 #include "scenario/field_setting.h"
 
@@ -57,6 +58,10 @@ struct RunOptions {
   // --seeds: each scenario runs once per seed, as "<name>.seed<N>" (one result file each); empty:
   // once, with the scenario's own seed (or --seed).
   std::vector<uint64_t> seeds;
+  // -k, --label, --exclude-label: which of the files run (cli/run_selection.h).
+  Selection selection;
+  // --shard I/N: this machine's part of the runs; 1/1: all of them.
+  Shard shard;
   // --repeat: each scenario (each seed) runs this many times, as "<name>.repeat<K>".
   int32_t repeat = 1;
   // --set KEY=VALUE: scenario fields changed for the run, as if every file had them.

@@ -35,6 +35,7 @@ struct ValueForm {
   std::vector<std::string> choices;  // choice: every spelling, in name-table order
   std::size_t min_length = 0;        // string
   std::size_t max_length = 0;        // string, in bytes; 0: no limit of its own
+  std::string pattern;               // string: an ECMA-262 regular expression it matches; "": any
 
   std::shared_ptr<const ValueForm> items;  // array: what each element is
   std::size_t min_items = 0;

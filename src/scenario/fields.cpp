@@ -11,6 +11,7 @@
 #include "scenario/field_table.h"
 #include "scenario/field_table_builders.h"
 #include "backend/abi_tensor.h"
+#include "scenario/labels.h"
 #include "scenario/regressions.h"
 #include "scenario/suggest.h"
 
@@ -430,6 +431,32 @@ Field<Scenario> backend_field() {
   return f;
 }
 
+// `labels`: tags for selecting runs (`kvcheck run --label`), each valid and at most once.
+Field<Scenario> labels_field() {
+  ValueForm label = plain_form(ValueForm::Kind::string);
+  label.min_length = 1;
+  label.max_length = kMaxLabelBytes;
+  label.pattern = kLabelPattern;
+  return {.key = "labels",
+          .read =
+              [](const Json& v, const std::string& p, Scenario& out) {
+                const auto& items = read_array(v, p, "labels", 0, SIZE_MAX);
+                out.labels.clear();
+                for (size_t i = 0; i < items.size(); ++i) {
+                  const std::string item = child_pointer(p, i);
+                  std::string label = read_string(items[i], item);
+                  if (auto why = label_problem(label)) fail(item, "got \"" + label + "\", " + *why);
+                  if (std::find(out.labels.begin(), out.labels.end(), label) != out.labels.end())
+                    fail(item, fmt::format("label \"{}\" is listed twice", label));
+                  out.labels.push_back(std::move(label));
+                }
+              },
+          .value_of = [](const Scenario& s) { return Json(s.labels); },
+          .forms = {array_form(label, 0, SIZE_MAX, true)},
+          .doc = "Tags for selecting runs: `kvcheck run --label L` runs the scenarios that carry "
+                 "L, `--exclude-label L` leaves them out; `kvcheck list scenarios` shows them."};
+}
+
 const Fields<Scenario>& scenario_fields() {
   static const Fields<Scenario> f = {
       {.key = "format",
@@ -440,6 +467,7 @@ const Fields<Scenario>& scenario_fields() {
       no_default(name_field(), "the file name without its extension"),
       text("description", &Scenario::description,
            "One or two sentences: what the scenario exercises and why."),
+      labels_field(),
       seed("seed", &Scenario::seed,
            "Seed of the workload (token ids, lengths, arrivals) and of the fault patterns; "
            "`kvcheck run --seed` overrides it."),

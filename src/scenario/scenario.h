@@ -183,6 +183,7 @@ struct Scenario {
   int32_t format = kScenarioFormat;
   std::string name;          // defaults to the file's stem
   std::string description;
+  std::vector<std::string> labels;  // for selecting runs (scenario/labels.h), each at most once
   std::string source_path;   // where it was read from ("" for a string)
   std::vector<OldSpelling> old_spellings;  // in the file, in field-table order
   uint64_t seed = 0;         // workload and fault seed; --seed overrides

@@ -37,6 +37,7 @@ Json form_schema(const ValueForm& f) {
       if (f.min_length > 0) s["minLength"] = f.min_length;
       // JSON Schema counts characters, kvcheck bytes: the same for the ASCII a name should be.
       if (f.max_length > 0) s["maxLength"] = f.max_length;
+      if (!f.pattern.empty()) s["pattern"] = f.pattern;
       return s;
     }
     case Kind::choice: return {{"enum", f.choices}};

@@ -48,8 +48,10 @@ std::string form_text(const ValueForm& f, bool plural = false) {
                        f);
     case Kind::boolean: return "boolean";
     case Kind::string: {
-      const std::string text = f.min_length > 0 ? "non-empty string" : "string";
-      return f.max_length > 0 ? fmt::format("{} of at most {} bytes", text, f.max_length) : text;
+      std::string text = f.min_length > 0 ? "non-empty string" : "string";
+      if (f.max_length > 0) text += fmt::format(" of at most {} bytes", f.max_length);
+      if (!f.pattern.empty()) text += fmt::format(" matching `{}`", f.pattern);
+      return text;
     }
     case Kind::choice: {
       std::string text;
