@@ -122,7 +122,7 @@ cuda_plugin_equivalence() {
   mkdir -p "$eqdir"
   local files=()
   while IFS= read -r f; do files+=("$f"); done < <(
-    find "$repo/scenarios" -name '*.json' -not -path '*/schema/*' \
+    find "$repo/scenarios" -name '*.json' -not -name 'suite.json' -not -path '*/schema/*' \
       -not -path '*/scenarios/gpu/*' | sort
     if [ "${GPU_EQUIV_ALL:-0}" = 1 ]; then find "$repo/scenarios/gpu" -name '*.json' | sort; fi)
   local pids=() names=()

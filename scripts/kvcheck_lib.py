@@ -216,11 +216,12 @@ def original_first(docs):
 # ---- scenario files -------------------------------------------------------------------------
 
 def scenario_files(root=SCENARIOS):
-    """Every scenario file under root (default scenarios/) but the schemas (scenarios/schema/),
-    sorted by path."""
+    """Every scenario file under root (default scenarios/) but the schemas (scenarios/schema/)
+    and suite files (suite.json, *.suite.json), sorted by path."""
     root = pathlib.Path(root)
     return sorted(p for p in root.rglob("*.json")
-                  if "schema" not in p.relative_to(root).parts)
+                  if "schema" not in p.relative_to(root).parts
+                  and p.name != "suite.json" and not p.name.endswith(".suite.json"))
 
 
 def scenarios_in(folder, root=SCENARIOS):

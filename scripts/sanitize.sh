@@ -4,8 +4,8 @@
 # backends (KVCHECK_MUTANTS=OFF: their tests are not run here), and g++
 # -fsanitize=address,undefined -fno-sanitize-recover=undefined in a build folder of its own
 # (default build-sanitize/ at the repository root), build it, and run the unit tests (`ctest -L
-# unit`) and every host scenario against its expectation (the ctests scenario/* and validate/*)
-# under the sanitizers, but for the scale scenario scenarios/nightly/ (4 minutes under ASan on a
+# unit`) and every host scenario against its expectation (the ctests as-written/* and validate/*,
+# from scenarios/suite.json) under the sanitizers, but for the scale scenario scenarios/nightly/ (4 minutes under ASan on a
 # 2-core machine, and no code path the others miss). --nightly runs that one only
 # (scripts/nightly.sh). Any sanitizer report fails its test; exits non-zero then.
 # Prints the time of each part. SANITIZE_JOBS: build and test jobs (default every core).
@@ -39,13 +39,13 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 cd "$build_dir"
 status=0
 if [ "$nightly" = 1 ]; then
-  ctest --output-on-failure -j "$jobs" -R '^scenario/nightly/' || status=1
+  ctest --output-on-failure -j "$jobs" -R '^as-written/nightly/' || status=1
   echo "sanitize: build $((built - start)) s, nightly scenarios $((SECONDS - built)) s" >&2
   exit "$status"
 fi
 ctest --output-on-failure -j "$jobs" -L unit || status=1
 unit=$SECONDS
-ctest --output-on-failure -j "$jobs" -R '^(scenario|validate)/' -E '^scenario/nightly/' || status=1
+ctest --output-on-failure -j "$jobs" -R '^(as-written|validate)/' -E '^as-written/nightly/' || status=1
 echo "sanitize: build $((built - start)) s, unit tests $((unit - built)) s," \
   "host scenarios $((SECONDS - unit)) s" >&2
 [ "$status" -eq 0 ] || echo "sanitize: FAILED: see the failing tests above" >&2

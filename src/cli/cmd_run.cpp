@@ -34,8 +34,9 @@ Command add_run_command(CLI::App& parent) {
   auto sampled_requests = std::make_shared<int32_t>(0);
 
   app->add_option("files", opts->files,
-                  "Scenario files (JSON), or folders: every scenario under one, sorted by path "
-                  "(*.schema.json skipped)")
+                  "Scenario files (JSON); folders: every scenario under one, sorted by path "
+                  "(*.schema.json and suite files skipped); suite files (suite.json, "
+                  "*.suite.json): their entries' runs")
       ->required();
   CLI::Option* device_opt = app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
       ->transform(name_of(kDeviceKindNames, "device"))
@@ -77,6 +78,9 @@ Command add_run_command(CLI::App& parent) {
       ->type_name("L")
       ->allow_extra_args(false)
       ->check(label_text());
+  app->add_flag("--force-expect", opts->force_expect,
+                "Let --expect, --regression and --no-regressions replace what a suite file's "
+                "entries expect (refused without it: they would flip the controls too)");
   auto shard_text = std::make_shared<std::string>();
   app->add_option("--shard", *shard_text,
                   "Run shard I of N (I/N) of the runs: N machines given the same files and "
@@ -94,17 +98,18 @@ Command add_run_command(CLI::App& parent) {
                                 ->check(CLI::Range(epochs_range.min, epochs_range.max));
   CLI::Option* regression_opt = app->add_option(
       "--regression", *regressions,
-      "Turn on this regression (repeatable); replaces the scenario's list. See `kvcheck list`")
+      "Turn on this regression (repeatable); replaces the list of every scenario of the run. "
+      "See `kvcheck list`")
       ->transform(regression_name())
       ->type_name("NAME")  // the names: `kvcheck list` (a one-line list would not fit --help)
       // One name per flag, so `run --regression X file.json` does not read the file as a name.
       ->allow_extra_args(false);
   auto no_regressions = std::make_shared<bool>(false);
   CLI::Option* none_opt = app->add_flag("--no-regressions", *no_regressions,
-                                        "Run with every regression off (replaces the list)");
+                                        "Run every scenario of the run with every regression off");
   none_opt->excludes(regression_opt);
   CLI::Option* expect_opt =
-      app->add_option("--expect", *expect, "Replace the scenario's expected verdict")
+      app->add_option("--expect", *expect, "Replace the expected verdict of every scenario of the run (controls too)")
           ->transform(name_of(kExpectationNames, "expectation"));
   app->add_flag("--zero-init-outputs", opts->overrides.zero_init_outputs,
                 "Zero the attention outputs before every step (the seed-001 mitigation); the run "

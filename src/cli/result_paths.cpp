@@ -95,9 +95,13 @@ std::vector<fs::path> result_relative_paths(const std::vector<ResultKey>& keys) 
   std::vector<fs::path> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    const fs::path rel = files[i].lexically_relative(root);
+    const fs::path rel = keys[i].suite_relative.empty()
+                             ? files[i].lexically_relative(root)
+                             : fs::path(keys[i].suite_relative).lexically_normal();
     fs::path result;
-    for (const fs::path& part : rel.parent_path()) result /= file_safe(part.string(), "_");
+    if (!keys[i].entry.empty()) result /= file_safe(keys[i].entry, "_");
+    for (const fs::path& part : rel.parent_path())
+      if (part != ".." && part != "/") result /= file_safe(part.string(), "_");
     std::string stem = rel.filename().string();
     if (stem.ends_with(".json") && stem.size() > 5) stem.resize(stem.size() - 5);
     std::string name = file_safe(stem, "scenario");
@@ -115,6 +119,9 @@ std::optional<std::string> result_collision(const std::vector<ResultKey>& keys,
     auto [at, fresh] = seen.emplace(relative[i], i);
     if (fresh) continue;
     const ResultKey& a = keys[at->second];
+    if (!a.entry.empty() && a.entry == keys[i].entry && a.scenario_path == keys[i].scenario_path)
+      return fmt::format("suite entry {} names {} twice: it would write result file {} twice",
+                         a.entry, a.scenario_path, relative[i].string());
     return fmt::format("{}{} and {}{} would both write result file {}", a.scenario_path,
                        a.variant.empty() ? "" : " (" + a.variant.substr(1) + ")",
                        keys[i].scenario_path,

@@ -1,7 +1,7 @@
 // result_paths.h — where each run's result goes, computed and checked before anything runs:
-// --out DIR/<scenario path>[.<backend>][.seed<N>][.repeat<K>][.clean].json, where <scenario path>
-// is the scenario file's path relative to the folder all of the run's files share, without
-// ".json". Two runs never share a file: two scenarios of one `name` in different files, one file
+// --out DIR/[<entry>/]<scenario path>[.<backend>][.seed<N>][.repeat<K>][.clean].json, where
+// <scenario path> is the scenario file's path relative to the folder all of the run's files
+// share, without ".json", and <entry> a suite entry's id (cli/suite_file.h). Two runs never share a file: two scenarios of one `name` in different files, one file
 // at several seeds, or under two backends each get their own (and were one path still to repeat,
 // the run is refused before it starts). A name too long for a file, a path too long for the OS or
 // a folder that cannot be written fails in a second, not after the whole run.
@@ -19,6 +19,10 @@ struct ResultKey {
   std::string scenario_path{};  // the scenario file, as given or found in a folder
   std::string backend_path{};  // the plugin the run goes through; empty: the built-in device
   std::string variant{};       // ".seed3", ".repeat2", ".clean" ... in that order
+  std::string entry{};         // the suite entry's id: its results go under a folder of it
+  // In a suite: the file's path relative to the suite file, used instead of the shared folder's
+  // (so one run's result has the same name whatever else the run selected).
+  std::string suite_relative{};
 };
 
 // A plugin's short name for file names: its file name without "lib", "kvcheck_backend_" and the

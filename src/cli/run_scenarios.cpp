@@ -34,6 +34,7 @@
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
 #include "cli/run_progress.h"
+#include "cli/suite_file.h"
 #include "util/stopwatch.h"
 #include "plugin/placement.h"
 #include "cli/invocation.h"
@@ -193,7 +194,7 @@ std::unique_ptr<Device> make_device_for(const RunOptions& opts,
   }
 }
 
-// Each file's runs: once per --seeds seed, --repeat times each, and its clean twin after a run
+// Each file's runs: once per seed (--seeds, else its suite entry's), --repeat times each, and its clean twin after a run
 // with regressions on (--clean-twins), in that order; the variant names each.
 std::vector<LoadedScenario> expand_runs(std::vector<LoadedScenario> files, const RunOptions& opts) {
   auto add_variant = [](LoadedScenario& l, const std::string& v) {
@@ -201,15 +202,18 @@ std::vector<LoadedScenario> expand_runs(std::vector<LoadedScenario> files, const
     l.scenario.name += v;
   };
   std::vector<LoadedScenario> runs;
-  const size_t seeds = std::max<size_t>(opts.seeds.size(), 1);
-  runs.reserve(files.size() * seeds * static_cast<size_t>(opts.repeat));
-  for (const LoadedScenario& l : files)
-    for (size_t k = 0; k < seeds; ++k)
+  runs.reserve(files.size() * std::max<size_t>(opts.seeds.size(), 1) *
+               static_cast<size_t>(opts.repeat));
+  for (const LoadedScenario& l : files) {
+    // --seeds, else the suite entry's seeds, else the scenario's own.
+    const std::vector<uint64_t>& seeds =
+        !opts.seeds.empty() || !l.entry ? opts.seeds : l.entry->seeds;
+    for (size_t k = 0; k < std::max<size_t>(seeds.size(), 1); ++k)
       for (int32_t r = 1; r <= opts.repeat; ++r) {
         LoadedScenario run = l;
-        if (!opts.seeds.empty()) {
-          run.scenario.seed = opts.seeds[k];
-          add_variant(run, fmt::format(".seed{}", opts.seeds[k]));
+        if (!seeds.empty()) {
+          run.scenario.seed = seeds[k];
+          add_variant(run, fmt::format(".seed{}", seeds[k]));
         }
         if (opts.repeat > 1) add_variant(run, fmt::format(".repeat{}", r));
         const bool twin = opts.clean_twins && !run.scenario.regressions.empty();
@@ -224,7 +228,41 @@ std::vector<LoadedScenario> expand_runs(std::vector<LoadedScenario> files, const
           runs.push_back(std::move(run));
         }
       }
+  }
   return runs;
+}
+
+// A suite's entries say what each run expects: --expect, --regression and --no-regressions would
+// flip that for every entry (its controls too), so they need --force-expect there.
+std::optional<std::string> flipped_suite_expectation(const RunOptions& opts,
+                                                     const std::vector<LoadedScenario>& runs) {
+  const Overrides& o = opts.overrides;
+  if (opts.force_expect || (!o.expect && !o.regressions)) return std::nullopt;
+  const auto in_suite = std::find_if(runs.begin(), runs.end(),
+                                     [](const LoadedScenario& l) { return l.entry != nullptr; });
+  if (in_suite == runs.end()) return std::nullopt;
+  return fmt::format("{} would replace what the suite's entries expect (entry {}: {} expects "
+                     "{}); pass --force-expect to replace it for every run anyway",
+                     o.expect ? "--expect" : "--regression/--no-regressions",
+                     in_suite->entry->id, in_suite->path, to_string(in_suite->scenario.expect));
+}
+
+// The runs of suite entries that need a GPU, dropped (with a warning naming each entry) where
+// the run is not on one.
+void drop_gpu_entries_off_gpu(const RunOptions& opts, std::vector<LoadedScenario>& runs) {
+  const bool on_gpu = opts.device == DeviceKind::cuda ||
+                      (opts.device == DeviceKind::automatic && cuda_device_available());
+  if (on_gpu) return;
+  std::map<std::string, size_t> dropped;
+  std::erase_if(runs, [&](const LoadedScenario& l) {
+    if (!l.entry || !l.entry->requires_gpu) return false;
+    ++dropped[l.entry->id];
+    return true;
+  });
+  for (const auto& [id, n] : dropped)
+    spdlog::warn("suite entry {} needs a GPU and the run is on the host: its {} scenario(s) not "
+                 "run (--device cuda or --require-gpu runs them)",
+                 id, n);
 }
 
 // Validation only: every file parsed, every override and path-selecting environment variable
@@ -254,6 +292,11 @@ bool prepare(const RunOptions& opts, std::vector<LoadedScenario>& scenarios) {
     spdlog::error("{}", *why);
     return false;
   }
+  if (auto why = flipped_suite_expectation(opts, scenarios)) {
+    spdlog::error("{}", *why);
+    return false;
+  }
+  drop_gpu_entries_off_gpu(opts, scenarios);
   for (auto& l : scenarios) apply_overrides(opts.overrides, l.scenario);
   scenarios = expand_runs(std::move(scenarios), opts);
   if (opts.shard.count > 1) {
@@ -311,15 +354,16 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
 
 // Runs one scenario on the built-in device, or on a BackendDevice over it with the ops the
 // backend takes. Throws BackendLoadError when the backend cannot run it or ran none of it.
+// `fail_fast`: --fail-fast, or the run's suite entry says so.
 RunResult run_one(Scenario& s, Device& builtin, const std::shared_ptr<BackendLibrary>& lib,
                   const RunOptions& opts, const BackendOptions& b, const Deadline& deadline,
-                  ProgressRecord* record = nullptr) {
+                  bool fail_fast, ProgressRecord* record = nullptr) {
   inject_fault_if_asked();  // tests only (fault_injection.h)
   const ReferenceSetup reference =
       choose_reference(s, opts.reference_device, builtin, opts.max_memory);
   const HarnessHooks hooks = progress_hooks(s, deadline, record);
   const RunControl control{.overlap_checks = !opts.serial_checks,
-                           .stop_at_first_failure = opts.fail_fast};
+                           .stop_at_first_failure = fail_fast};
   if (!lib) {
     RunResult result = run_scenario(s, builtin, hooks, reference, control);
     result.coverage_gaps = coverage_gaps(s, run_coverage(result.epochs));
@@ -370,7 +414,7 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 // (worker_reply.h): done {document, table} | op_status {op, message} | cannot_run (said on
 // stderr) | internal_error {message}.
 std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOptions& b,
-                           const std::string& sha256, const Deadline& deadline,
+                           const std::string& sha256, const Deadline& deadline, bool fail_fast,
                            ProgressRecord& record, const ConsoleStyle& style) {
   try {
     std::unique_ptr<Device> device =
@@ -384,7 +428,7 @@ std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOpt
     spdlog::info("running {} on {}{} (worker {}): {} epoch(s), {} request(s) each", s.name,
                  device->name(), lib ? " with backend " + lib->name() : std::string(),
                  ::getpid(), s.workload.epochs, s.workload.num_requests);
-    const RunResult result = run_one(s, *device, lib, opts, b, deadline, &record);
+    const RunResult result = run_one(s, *device, lib, opts, b, deadline, fail_fast, &record);
     const ScenarioReport rep = report_of(result, style);
     if (lib) destroy_watched(record, std::move(lib));  // plugin code too: watched like its ops
     return worker_reply_text(WorkerReply::done, {{"document", rep.doc}, {"table", rep.table}});
@@ -458,14 +502,15 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
 // One scenario in a worker process; throws WorkerCannotRun when the worker could not run it, and
 // TimeLimitReached when it had to be stopped at the deadline (inside a backend call).
 ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOptions& b,
-                            const std::string& sha256, const Deadline& deadline,
+                            const std::string& sha256, const Deadline& deadline, bool fail_fast,
                             const ConsoleStyle& style) {
   SharedProgress shared;
   ProgressRecord& record = shared.record();
   const auto t0 = std::chrono::steady_clock::now();
   const auto timeout = std::chrono::seconds(b.timeout_seconds);
   const WorkerOutcome out = run_in_worker(
-      [&] { return work_in_worker(s, opts, b, sha256, deadline, record, style); }, record,
+      [&] { return work_in_worker(s, opts, b, sha256, deadline, fail_fast, record, style); },
+      record,
       timeout, deadline.at);
   const double seconds = seconds_since(t0);
   // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
@@ -640,7 +685,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
     for (size_t k = 0; k < scenarios.size(); ++k)
       keys.push_back({.scenario_path = scenarios[k].path,
                       .backend_path = backends[k].path,
-                      .variant = scenarios[k].variant});
+                      .variant = scenarios[k].variant,
+                      .entry = scenarios[k].entry ? scenarios[k].entry->id : "",
+                      .suite_relative = scenarios[k].entry
+                                            ? scenarios[k].run_id.substr(
+                                                  scenarios[k].entry->id.size() + 2)
+                                            : ""});
     const std::vector<fs::path> relative = result_relative_paths(keys);
     if (auto clash = result_collision(keys, relative)) {
       spdlog::error("{}: run them with separate --out folders", *clash);
@@ -684,6 +734,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   try {
     for (; i < scenarios.size(); ++i) {
       Scenario& s = scenarios[i].scenario;
+      const bool fail_fast =
+          opts.fail_fast || (scenarios[i].entry && scenarios[i].entry->fail_fast);
       if (deadline.passed())  // before building the next engine, which can take a while itself
         throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
                                            "scenario(s) done",
@@ -699,11 +751,13 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       if (isolated) {
         const BackendOptions& b = backends[i];
         rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path), deadline,
+                           fail_fast,
                            style);
       } else {
         spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
                      device->name(), s.workload.epochs, s.workload.num_requests);
-        rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline), style);
+        rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline, fail_fast),
+                        style);
       }
       // What ran is no longer needed: a long run holds one scenario's result at a time.
       s = Scenario{};

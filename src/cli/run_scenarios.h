@@ -62,6 +62,8 @@ struct RunOptions {
   Selection selection;
   // --shard I/N: this machine's part of the runs; 1/1: all of them.
   Shard shard;
+  // --force-expect: let --expect/--regression/--no-regressions replace a suite entry's own.
+  bool force_expect = false;
   // --repeat: each scenario (each seed) runs this many times, as "<name>.repeat<K>".
   int32_t repeat = 1;
   // --set KEY=VALUE: scenario fields changed for the run, as if every file had them.

@@ -73,7 +73,8 @@ std::optional<std::string> apply_selection(std::vector<LoadedScenario>& scenario
     const bool keyword =
         sel.keywords.empty() ||
         std::any_of(sel.keywords.begin(), sel.keywords.end(), [&](const std::string& k) {
-          return matches(k, l.path) || matches(k, l.scenario.name);
+          return matches(k, l.path) || matches(k, l.scenario.name) ||
+                 (!l.run_id.empty() && matches(k, l.run_id));
         });
     const bool label = sel.labels.empty() || carries_any(l.scenario, sel.labels);
     return !keyword || !label || carries_any(l.scenario, sel.excluded);

@@ -23,7 +23,8 @@ struct Shard {
 std::variant<Shard, std::string> parse_shard(const std::string& text);
 
 struct Selection {
-  // -k: a scenario is kept when any pattern matches its path or its name: a shell glob
+  // -k: a scenario is kept when any pattern matches its path, its name or (in a suite) its run
+  // id "<entry>::<path relative to the suite>": a shell glob
   // (fnmatch: * ? [...]) matching the whole, or, without glob characters, a substring.
   std::vector<std::string> keywords;
   std::vector<std::string> labels;    // --label: kept when it carries any of them

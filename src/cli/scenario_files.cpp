@@ -15,7 +15,8 @@ namespace {
 
 bool skipped(const fs::path& p) {
   const std::string name = p.filename().string();
-  return name.empty() || name.front() == '.' || name.ends_with(".schema.json");
+  return name.empty() || name.front() == '.' || name.ends_with(".schema.json") ||
+         is_suite_file(name);
 }
 
 // Every regular file under `dir` that is not skipped, sorted; the first error, if any.
@@ -37,6 +38,11 @@ std::vector<std::string> files_under(const fs::path& dir, std::string& error) {
 
 }  // namespace
 
+bool is_suite_file(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  return name == "suite.json" || name.ends_with(".suite.json");
+}
+
 ScenarioFiles expand_scenario_paths(const std::vector<std::string>& args) {
   ScenarioFiles out;
   for (const std::string& arg : args) {
@@ -51,8 +57,8 @@ ScenarioFiles expand_scenario_paths(const std::vector<std::string>& args) {
       out.errors.push_back(error);
     } else if (found.empty()) {
       out.errors.push_back(fmt::format(
-          "{}: the folder holds no scenario file (expected *.json scenarios; *.schema.json and "
-          "hidden files are skipped)",
+          "{}: the folder holds no scenario file (expected *.json scenarios; *.schema.json, "
+          "suite files and hidden files are skipped)",
           arg));
     }
     out.files.insert(out.files.end(), found.begin(), found.end());
