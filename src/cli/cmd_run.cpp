@@ -179,6 +179,11 @@ Command add_run_command(CLI::App& parent) {
                   "Stop after N seconds of the whole run (exit 3), saying how far it got; the "
                   "scenario then running writes no result file (for CI gates)")
       ->check(CLI::Range(1, 31'536'000));
+  app->add_option("--timeout-per-scenario", opts->timeout_per_scenario,
+                  "Stop a scenario that runs longer than N seconds: verdict error (timeout; "
+                  "exit 1, an error in JUnit), and the run goes on with the next")
+      ->type_name("N")
+      ->check(CLI::Range(1, 31'536'000));
   app->add_flag("--bisect", opts->bisect,
                 "Exit codes for git bisect run: 125 (skip) instead of 2 or 3, 1 (bad) instead "
                 "of 4; see Exit codes below");

@@ -47,8 +47,8 @@ void RunProgress::check_deadline() const {
   // Between steps or, from the reference's workers, within one: epoch_ and step_ were written
   // before the step began and are only read here.
   throw TimeLimitReached(fmt::format(
-      "--max-seconds {} reached while running {}: {} done; no result file is written for it",
-      deadline_.seconds, scenario_, done_so_far()));
+      "{} {} reached while running {}: {} done{}", deadline_.option(), deadline_.seconds, scenario_,
+      done_so_far(), deadline_.outcome()));
 }
 
 void RunProgress::on_epoch(const EpochStats& e) {

@@ -32,8 +32,14 @@ struct TimeLimitReached : std::runtime_error {
 
 struct Deadline {
   std::optional<Clock::time_point> at;  // none: no limit
-  int32_t seconds = 0;                  // the --max-seconds it came from, for messages
+  int32_t seconds = 0;                  // the option's value, for messages
+  bool per_scenario = false;            // --timeout-per-scenario's; else --max-seconds's
   bool passed() const { return at && Clock::now() >= *at; }
+  const char* option() const { return per_scenario ? "--timeout-per-scenario" : "--max-seconds"; }
+  // What becomes of the scenario stopped at it, for messages.
+  const char* outcome() const {
+    return per_scenario ? "; verdict error (timeout)" : "; no result file is written for it";
+  }
 };
 
 class RunProgress {

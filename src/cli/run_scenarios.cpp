@@ -537,11 +537,10 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
       break;
     case WorkerOutcome::Kind::stopped:  // the run is cut short, as in kvcheck's own code
       throw TimeLimitReached(fmt::format(
-          "--max-seconds {} reached while running {}: {} at epoch {}, step {}: the worker was "
-          "stopped; no result file is written for it",
-          deadline.seconds, s.name,
+          "{} {} reached while running {}: {} at epoch {}, step {}: the worker was stopped{}",
+          deadline.option(), deadline.seconds, s.name,
           op.empty() ? "the worker had not ended" : "backend op " + op + " had not returned",
-          record.epoch.load(), record.step.load()));
+          record.epoch.load(), record.step.load(), deadline.outcome()));
     case WorkerOutcome::Kind::finished: {
       const ParsedReply r = parse_worker_reply(out.message);
       const nlohmann::json& msg = r.body;
@@ -589,6 +588,29 @@ BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
   b.allow_fallback = spec.allow_fallback;
   b.options = spec.options;
   return b;
+}
+
+// Scenario i's deadline: --max-seconds's, or --timeout-per-scenario's where that comes first.
+Deadline scenario_deadline(const Deadline& run, int32_t per_scenario) {
+  if (per_scenario <= 0) return run;
+  Deadline d{.at = Clock::now() + std::chrono::seconds(per_scenario),
+             .seconds = per_scenario,
+             .per_scenario = true};
+  return run.at && *run.at <= *d.at ? run : d;
+}
+
+// The result of a scenario stopped at --timeout-per-scenario: verdict error, kind timeout.
+RunResult timeout_result(const Scenario& s, const std::string& device, const Deadline& d,
+                         double seconds) {
+  RunResult r = result_header(s, device);
+  r.verdict = Verdict::error;
+  RunError e;
+  e.kind = RunErrorKind::timeout;
+  e.message = fmt::format("the scenario ran past --timeout-per-scenario {} s and was stopped",
+                          d.seconds);
+  r.error = std::move(e);
+  r.seconds = seconds;
+  return r;
 }
 
 // Prints result documents on stdout as they come (--json): one run's documents are never all
@@ -748,15 +770,24 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       } catch (const std::exception&) {  // read once already; gone since: the result says so
       }
       ScenarioReport rep;
-      if (isolated) {
-        const BackendOptions& b = backends[i];
-        rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path), deadline,
-                           fail_fast,
-                           style);
-      } else {
-        spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
-                     device->name(), s.workload.epochs, s.workload.num_requests);
-        rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, deadline, fail_fast),
+      const Deadline until = scenario_deadline(deadline, opts.timeout_per_scenario);
+      const auto scenario_t0 = std::chrono::steady_clock::now();
+      try {
+        if (isolated) {
+          const BackendOptions& b = backends[i];
+          rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path), until,
+                             fail_fast, style);
+        } else {
+          spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
+                       device->name(), s.workload.epochs, s.workload.num_requests);
+          rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, until, fail_fast),
+                          style);
+        }
+      } catch (...) {
+        // Stopped at its own time limit: an error verdict, and the run goes on.
+        if (!until.per_scenario || !until.passed()) throw;
+        rep = report_of(timeout_result(s, device ? device->name() : to_string(opts.device),
+                                       until, seconds_since(scenario_t0)),
                         style);
       }
       // What ran is no longer needed: a long run holds one scenario's result at a time.
@@ -788,7 +819,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       // Each scenario's output whole as it ends: a CI log cut by a kill or timeout keeps every
       // scenario that finished (stdout to a file is fully buffered).
       std::cout.flush();
-      if (rep.error) {
+      if (rep.error && rep.doc["error"]["kind"] == "timeout") {
+        // Too slow is bad too (bisect: bad), whatever the scenario expects.
+        spdlog::error("{}: {} (exit 1); the run goes on", rep.name,
+                      rep.doc["error"]["message"].get<std::string>());
+        status = worse_status(status, kExitMismatch);
+      } else if (rep.error) {
         // A crash is a regression of the backend, whatever the scenario expects (bisect: bad).
         spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
         spdlog::error("  the backend failed: a regression of the backend (exit 1){}",

@@ -45,6 +45,9 @@ struct RunOptions {
   std::optional<int64_t> max_memory;
   // --max-seconds: past this many seconds of the whole run, stop (exit 3); 0: no limit.
   int32_t max_seconds = 0;
+  // --timeout-per-scenario: a scenario running longer is stopped, verdict error (kind timeout),
+  // and the run goes on; 0: no limit.
+  int32_t timeout_per_scenario = 0;
   // --reference-device: where the float64 reference runs (cli/reference_choice.h).
   ReferenceRequest reference_device = ReferenceRequest::automatic;
   // --serial-checks: check each step before the engine runs the next (by default, on a GPU the

@@ -245,9 +245,11 @@ Json backend_schema() {
 Json error_schema() {
   return described(
       "Only with verdict error: a backend plugin crashed (a signal), exited the process (exit(), "
-      "any code), returned an error status, or did not return within --backend-timeout.",
+      "any code), returned an error status, or did not return within --backend-timeout; or the "
+      "scenario ran past --timeout-per-scenario (timeout).",
       object(Json{
-                 {"kind", enum_of(std::vector<std::string>{"crash", "exit", "status", "hang"})},
+                 {"kind", enum_of(std::vector<std::string>{"crash", "exit", "status", "hang",
+                                                           "timeout"})},
                  {"op", described("The backend op in progress; null when none was.",
                                   Json{{"type", {"string", "null"}}})},
                  {"epoch", described("1-based; 0 while setting up (warm-up, graph capture).",

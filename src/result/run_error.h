@@ -8,20 +8,24 @@ namespace kv {
 
 // How the code under test failed: it crashed (a signal), exited the process, returned an error
 // status, or hung past --backend-timeout.
-enum class RunErrorKind { crash, exit, status, hang };
+// timeout: the scenario ran past --timeout-per-scenario (with or without a backend).
+enum class RunErrorKind { crash, exit, status, hang, timeout };
 
-// The name the result document and the console use ("crash", "exit", "status", "hang").
+// The name the result document and the console use ("crash", "exit", "status", "hang",
+// "timeout").
 inline const char* to_string(RunErrorKind k) {
   switch (k) {
     case RunErrorKind::crash: return "crash";
     case RunErrorKind::exit: return "exit";
     case RunErrorKind::status: return "status";
     case RunErrorKind::hang: return "hang";
+    case RunErrorKind::timeout: return "timeout";
   }
   return "status";
 }
 
-// Why a run with a backend plugin ended in an error verdict, and where.
+// Why a run ended in an error verdict (a backend plugin failed, or the scenario timed out), and
+// where.
 struct RunError {
   RunErrorKind kind = RunErrorKind::status;
   std::string op;        // the backend op in progress; empty when none was

@@ -3,7 +3,10 @@
 // (kernels/host/poll.h), in kvcheck's own process and in a backend's worker, and a worker inside a
 // backend call past the deadline is stopped (plugin/worker.h). Exit 3, the deadline's message and
 // no result file, as for a deadline met between steps (run_cost_cli_test.cpp).
+#include <algorithm>
 #include <chrono>
+
+#include <nlohmann/json.hpp>
 
 #include "backend_cli.h"
 #include "cli_runner.h"
@@ -66,6 +69,49 @@ TEST_F(MaxSeconds, ABackendOpThatNeverReturnsIsStoppedAtTheDeadlineNotTheTimeout
   const CliRun r = stop_within(
       5, 1 + kSlack, "--backend '" + test_plugin("hang") + "' --backend-timeout 600");
   EXPECT_TRUE(contains(r.err, "backend op write_kv had not returned")) << r.err;
+}
+
+// --timeout-per-scenario: the scenario past it is stopped as --max-seconds stops a run (between
+// rows of an op, or the worker inside a backend call), but it is a result, verdict error of kind
+// timeout, and the run goes on with the next scenario.
+class TimeoutPerScenario : public MaxSeconds {
+ protected:
+  void expect_timeout_then_next(const std::string& args, int timeout) {
+    write("tiny.json", kTinyScenario);
+    const auto t0 = std::chrono::steady_clock::now();
+    CliRun r = kvcheck("run op.json tiny.json --out out --junit j.xml --timeout-per-scenario " +
+                       std::to_string(timeout) + " " + args);
+    const double seconds = seconds_since(t0);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_LT(seconds, timeout + 1 + kSlack + 3) << "the scenario ran past its limit";
+    EXPECT_TRUE(contains(r.err, "long-op: the scenario ran past --timeout-per-scenario " +
+                                    std::to_string(timeout) + " s and was stopped (exit 1); the "
+                                    "run goes on"))
+        << r.err;
+    EXPECT_TRUE(contains(r.out, "1 passed, 0 failed, 0 could not run, 1 error in")) << r.out;
+    std::vector<std::string> files = files_under("out");
+    std::sort(files.begin(), files.end());
+    ASSERT_EQ(files.size(), 2u);
+    const nlohmann::json stopped = nlohmann::json::parse(read_file(dir_ / "out" / files[0]));
+    EXPECT_EQ(stopped["verdict"], "error");
+    EXPECT_EQ(stopped["error"]["kind"], "timeout");
+    const nlohmann::json next = nlohmann::json::parse(read_file(dir_ / "out" / files[1]));
+    EXPECT_EQ(next["verdict"], "clean");
+    const std::string junit = read_file(dir_ / "j.xml");
+    EXPECT_TRUE(contains(junit, "type=\"timeout\"")) << junit;
+    EXPECT_TRUE(contains(junit, "errors=\"1\"")) << junit;
+  }
+};
+
+TEST_F(TimeoutPerScenario, StopsTheScenarioAndTheRunGoesOn) { expect_timeout_then_next("", 2); }
+
+TEST_F(TimeoutPerScenario, StopsAWorkerInsideABackendCallAndTheRunGoesOn) {
+  expect_timeout_then_next("--backend '" + kHostPlugin + "'", 5);
+}
+
+TEST_F(TimeoutPerScenario, AnEarlierMaxSecondsStillStopsTheWholeRun) {
+  const CliRun r = stop_within(2, kSlack, "--timeout-per-scenario 60");
+  EXPECT_FALSE(contains(r.err, "timeout-per-scenario 60 reached")) << r.err;
 }
 
 }  // namespace
