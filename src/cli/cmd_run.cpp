@@ -146,6 +146,23 @@ Command add_run_command(CLI::App& parent) {
                   "run; failures, errors and skipped as the summary counts them)")
       ->type_name("FILE")
       ->check(non_empty_path());
+  CLI::Option* baseline_opt =
+      app->add_option("--baseline", opts->baseline,
+                      "Compare each run with the stored result of the same scenario path, name, "
+                      "seed, backend and device (a folder of results, or one file): a changed "
+                      "verdict or first failure, or a site's largest error grown past "
+                      "--baseline-factor and a tenth of its tolerance, is exit 1")
+          ->type_name("DIR|FILE")
+          ->check(non_empty_path());
+  app->add_option("--baseline-factor", opts->baseline_factor,
+                  "How much a site's largest relative error may grow before it is a change")
+      ->check(CLI::Range(1.0, 1e6))
+      ->needs(baseline_opt)
+      ->capture_default_str();
+  app->add_flag("--update-baseline", opts->update_baseline,
+                "Write this run's results into the --baseline folder (as --out names them), "
+                "replacing the stored ones, instead of comparing")
+      ->needs(baseline_opt);
   app->add_flag("-x,--exitfirst", opts->exit_first,
                 "End the whole run after the first scenario that misses its expectation (or "
                 "whose backend failed): the scenarios after it are not run");

@@ -20,5 +20,6 @@ Command add_validate_command(CLI::App& parent);
 Command add_list_command(CLI::App& parent);
 Command add_schema_command(CLI::App& parent);
 Command add_conform_command(CLI::App& parent);
+Command add_summarize_command(CLI::App& parent);
 
 }  // namespace kv::cli

@@ -47,7 +47,9 @@
 #include "report/format.h"
 #include "report/result_json.h"
 #include "report/version.h"
+#include "report/baseline.h"
 #include "report/junit.h"
+#include "report/result_record.h"
 #include "report/run_summary.h"
 
 namespace kv::cli {
@@ -694,14 +696,23 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
             const Deadline& deadline) {
   std::vector<std::string> names;
   for (const auto& l : scenarios) names.push_back(l.scenario.name);
+  // The stored results to compare with, read before anything runs (a bad one is bad input).
+  std::vector<ResultRecord> stored;
+  if (!opts.baseline.empty() && !opts.update_baseline) {
+    StoredResults read = read_result_files({opts.baseline});
+    for (const auto& e : read.errors) spdlog::error("--baseline: {}", e);
+    if (!read.ok()) return kExitBadInput;
+    stored = std::move(read.records);
+  }
+  std::vector<ResultRecord> records;  // this run's, for the comparison
   // Each scenario's backend; the options themselves (with every file's path) are shared, so
   // memory stays linear in the number of files.
   std::vector<BackendOptions> backends;
   backends.reserve(scenarios.size());
   for (const auto& l : scenarios) backends.push_back(backend_for(opts, l));
   // Where every result goes, checked before a device is made or a step is run.
-  std::vector<fs::path> files;
-  if (!opts.no_out) {
+  std::vector<fs::path> files, baseline_files;
+  if (!opts.no_out || opts.update_baseline) {
     std::vector<ResultKey> keys;
     keys.reserve(scenarios.size());
     for (size_t k = 0; k < scenarios.size(); ++k)
@@ -718,7 +729,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       spdlog::error("{}: run them with separate --out folders", *clash);
       return kExitBadInput;
     }
-    files = prepare_result_files(opts.out_dir, relative);
+    if (!opts.no_out) files = prepare_result_files(opts.out_dir, relative);
+    if (opts.update_baseline) baseline_files = prepare_result_files(opts.baseline, relative);
   }
   // With a backend the parent makes no device (on CUDA it must not initialise the driver before
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
@@ -752,6 +764,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   for (const FieldSetting& f : opts.settings)
     settings.push_back({{"pointer", f.pointer}, {"value", nlohmann::json::parse(f.value_json)}});
   size_t written = 0;  // result files
+  size_t baselined = 0;  // --update-baseline files
   size_t i = 0;        // the scenario running; after the loop, how many ran
   try {
     for (; i < scenarios.size(); ++i) {
@@ -807,6 +820,13 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
         spdlog::debug("wrote {}", files[i].string());
         ++written;
       }
+      if (opts.update_baseline) {
+        std::error_code ec;
+        fs::create_directories(baseline_files[i].parent_path(), ec);
+        atomic_write(baseline_files[i], dump_result(rep.doc));
+        ++baselined;
+      }
+      if (!opts.baseline.empty() && !opts.update_baseline) records.push_back(record_of(rep.doc));
       summary.add(rep.doc);
       junit.cases.push_back(junit_case(rep.doc, scenarios[i].path));
 
@@ -867,6 +887,15 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   summary.seconds = seconds_since(t0);
   std::ostream& closing = opts.json ? std::cerr : std::cout;
   print_summary(summary, closing);
+  if (!opts.baseline.empty() && !opts.update_baseline) {
+    const BaselineComparison cmp =
+        compare_with_baseline(records, stored, opts.baseline_factor);
+    closing << baseline_line(cmp) << " (" << opts.baseline << ")\n";
+    for (const auto& c : cmp.changes) closing << c << '\n';
+    if (cmp.changed()) status = worse_status(status, kExitMismatch);
+  }
+  if (opts.update_baseline)
+    closing << fmt::format("baseline: {} result(s) written to {}\n", baselined, opts.baseline);
   if (written > 0)
     closing << fmt::format("results: {} file{} in {}\n", written, written == 1 ? "" : "s",
                            opts.out_dir);

@@ -71,6 +71,11 @@ struct RunOptions {
   int32_t repeat = 1;
   // --set KEY=VALUE: scenario fields changed for the run, as if every file had them.
   std::vector<FieldSetting> settings;
+  // --baseline: compare each run with the stored result of its key (report/baseline.h); a change
+  // is exit 1. --update-baseline: write this run's results there instead (nothing compared).
+  std::string baseline;
+  double baseline_factor = 2.0;
+  bool update_baseline = false;
   // --junit: also write the run as a JUnit XML report there (report/junit.h); empty: none.
   std::string junit_path;
 };

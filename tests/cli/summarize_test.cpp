@@ -1,0 +1,81 @@
+// summarize_test.cpp — stored results: `kvcheck summarize` (table, Markdown, JSON; exit 1 unless
+// every run passed; exit 2 for a file that is not a result) and `kvcheck run --baseline`
+// (--update-baseline writes, a later run compares: a changed verdict is exit 1 on a line of its
+// own; a bad store is exit 2 before anything runs).
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace kv::test {
+namespace {
+
+using nlohmann::json;
+
+class Summarize : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    write("tiny.json", kTinyScenario);
+    write("poison.json", kPoisonScenario);
+  }
+};
+
+TEST_F(Summarize, StoredResultsGiveTheRunsSummaryLineAndEachProblem) {
+  ASSERT_EQ(kvcheck("run tiny.json poison.json --out out -q").exit_code, 0);
+  CliRun r = kvcheck("summarize out");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "2 passed, 0 failed, 0 could not run, 0 errors in")) << r.out;
+  EXPECT_TRUE(contains(r.out, "tiny ")) << r.out;
+  // A second folder with a failed run: exit 1 and its FAILED line.
+  ASSERT_EQ(kvcheck("run poison.json --regression new-blocks-not-zeroed --out bad -q").exit_code, 1);
+  r = kvcheck("summarize out bad --markdown");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.out, "**kvcheck: 2 passed, 1 failed, 0 could not run, 0 errors")) << r.out;
+  EXPECT_TRUE(contains(r.out, "| poison | host | - | 3 | FAILED | corrupt (clean) | nan |")) << r.out;
+  r = kvcheck("summarize out bad --json");
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["summary"]["failed"], 1);
+  EXPECT_EQ(doc["runs"].size(), 3u);
+  EXPECT_EQ(doc["summary"]["problems"].size(), 1u);
+}
+
+TEST_F(Summarize, AFileThatIsNotAResultIsExit2NamingIt) {
+  CliRun r = kvcheck("summarize tiny.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "tiny.json: no \"schema\" string: not a kvcheck result")) << r.err;
+  fs::create_directories(dir_ / "empty");
+  r = kvcheck("summarize empty");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "empty: the folder holds no result file")) << r.err;
+  write("broken.json", "{");
+  EXPECT_EQ(kvcheck("summarize broken.json").exit_code, 2);
+}
+
+TEST_F(Summarize, ABaselineIsWrittenThenComparedAndAChangeIsExit1) {
+  CliRun w = kvcheck("run tiny.json poison.json --baseline base --update-baseline -q --no-out");
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_TRUE(contains(w.out, "baseline: 2 result(s) written to base")) << w.out;
+  CliRun same = kvcheck("run tiny.json poison.json --baseline base -q --no-out");
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_TRUE(contains(same.out, "baseline: 2 compared, 0 changed (base)")) << same.out;
+  // Corrupt where the baseline was clean, expected corrupt so the run itself passes: the
+  // baseline alone fails it.
+  CliRun changed = kvcheck("run poison.json --regression new-blocks-not-zeroed --expect corrupt "
+                           "--baseline base -q --no-out");
+  EXPECT_EQ(changed.exit_code, 1) << changed.err;
+  EXPECT_TRUE(contains(changed.out, "1 passed, 0 failed")) << changed.out;
+  EXPECT_TRUE(contains(changed.out, "CHANGED poison (poison.json, seed 3): verdict corrupt, was "
+                                    "clean"))
+      << changed.out;
+  // The same comparison from stored results.
+  ASSERT_EQ(kvcheck("run poison.json --seed 3 --out now -q").exit_code, 0);
+  EXPECT_EQ(kvcheck("summarize now --baseline base").exit_code, 0);
+  // A store that is not one: exit 2, nothing run.
+  CliRun bad = kvcheck("run tiny.json --baseline tiny.json --out out");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "--baseline: tiny.json: no \"schema\" string")) << bad.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+}  // namespace
+}  // namespace kv::test
