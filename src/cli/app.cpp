@@ -77,7 +77,8 @@ static int dispatch(int argc, char** argv, bool& closed_pipe_is_quiet) {
 
   const Command commands[] = {add_run_command(app), add_validate_command(app),
                               add_list_command(app), add_schema_command(app),
-                              add_conform_command(app), add_summarize_command(app)};
+                              add_conform_command(app), add_summarize_command(app),
+                              add_completion_command(app), add_man_command(app)};
   set_command_line(argc, argv);
   try {
     app.parse(argc, argv);

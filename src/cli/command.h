@@ -21,5 +21,7 @@ Command add_list_command(CLI::App& parent);
 Command add_schema_command(CLI::App& parent);
 Command add_conform_command(CLI::App& parent);
 Command add_summarize_command(CLI::App& parent);
+Command add_completion_command(CLI::App& parent);
+Command add_man_command(CLI::App& parent);
 
 }  // namespace kv::cli
