@@ -41,6 +41,12 @@ print_times() {
     python3 "$repo/scripts/ci_times.py" "$repo/build" --junit "$junit" --wall "$ctest_wall" \
       || echo "test.sh: scripts/ci_times.py failed; no ctest breakdown" >&2
   fi
+  # The last line: every `kvcheck run` of scenarios/suite.json that ctest made, summed by kvcheck.
+  if [ -x "$repo/build/kvcheck" ] && [ -d "$repo/build/test-runs/suite" ]; then
+    echo ""
+    echo "kvcheck summarize build/test-runs/suite (scenarios/suite.json's runs):"
+    "$repo/build/kvcheck" summarize --brief "$repo/build/test-runs/suite" || true
+  fi
   exit "$status"
 }
 trap print_times EXIT

@@ -79,7 +79,12 @@ Command add_summarize_command(CLI::App& parent) {
   auto json = std::make_shared<bool>(false);
   CLI::Option* md = app->add_flag("--markdown", *markdown,
                                   "A Markdown table (a CI job summary, results/)");
-  app->add_flag("--json", *json, "Machine-readable output")->excludes(md);
+  CLI::Option* js = app->add_flag("--json", *json, "Machine-readable output")->excludes(md);
+  auto brief = std::make_shared<bool>(false);
+  app->add_flag("--brief", *brief,
+                "Only the summary line and a line per run that did not pass (no table)")
+      ->excludes(md)
+      ->excludes(js);
   auto baseline = std::make_shared<std::string>();
   CLI::Option* base = app->add_option("--baseline", *baseline,
                                       "Compare with these stored results (a folder or file): "
@@ -113,8 +118,11 @@ Command add_summarize_command(CLI::App& parent) {
         if (cmp.changed()) std::cout << '\n';
       }
     } else {
-      print_results_table(std::cout, now.records);
-      std::cout << '\n' << summary_line(summary) << '\n';
+      if (!*brief) {
+        print_results_table(std::cout, now.records);
+        std::cout << '\n';
+      }
+      std::cout << summary_line(summary) << '\n';
       for (const auto& p : summary.problems) std::cout << p << '\n';
       if (!baseline->empty()) {
         std::cout << baseline_line(cmp) << '\n';

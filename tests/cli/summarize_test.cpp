@@ -26,6 +26,8 @@ TEST_F(Summarize, StoredResultsGiveTheRunsSummaryLineAndEachProblem) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "2 passed, 0 failed, 0 could not run, 0 errors in")) << r.out;
   EXPECT_TRUE(contains(r.out, "tiny ")) << r.out;
+  r = kvcheck("summarize out --brief");  // the line alone (scripts/test.sh's last)
+  EXPECT_EQ(r.out.substr(0, 40), "2 passed, 0 failed, 0 could not run, 0 e") << r.out;
   // A second folder with a failed run: exit 1 and its FAILED line.
   ASSERT_EQ(kvcheck("run poison.json --regression new-blocks-not-zeroed --out bad -q").exit_code, 1);
   r = kvcheck("summarize out bad --markdown");
