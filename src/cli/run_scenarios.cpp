@@ -734,8 +734,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   }
   // With a backend the parent makes no device (on CUDA it must not initialise the driver before
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
-  const bool isolated = std::any_of(backends.begin(), backends.end(),
-                                    [](const BackendOptions& b) { return !b.path.empty(); });
+  // --timeout-per-scenario too: a worker can be killed at its limit, while kvcheck's own code polls
+  // it only between steps and rows (a GPU-scale engine's set-up ran 38 s past a 5 s limit).
+  const bool isolated =
+      opts.timeout_per_scenario > 0 ||
+      std::any_of(backends.begin(), backends.end(),
+                  [](const BackendOptions& b) { return !b.path.empty(); });
   // Before anything of a scenario is allocated: host memory and the budget here, a worker's
   // device in the worker.
   if (isolated) refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
