@@ -1,6 +1,7 @@
 // cmd_run.cpp — `kvcheck run FILE...`: its options; the work is in run_scenarios.cpp.
 #include <algorithm>
 #include <memory>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -38,9 +39,14 @@ Command add_run_command(CLI::App& parent) {
                   "(*.schema.json and suite files skipped); suite files (suite.json, "
                   "*.suite.json): their entries' runs")
       ->required();
-  CLI::Option* device_opt = app->add_option("--device", opts->device, "Where the ops run; auto = cuda when a GPU is there")
-      ->transform(name_of(kDeviceKindNames, "device"))
-      ->default_str(to_string(opts->device));
+  auto device_text = std::make_shared<std::string>();
+  CLI::Option* device_opt =
+      app->add_option("--device", *device_text,
+                      "Where the ops run: host, cuda, cuda:N (GPU N), or auto = cuda when a GPU "
+                      "is there")
+          ->type_name("DEVICE")
+          ->check(parsed_by(parse_device, "device"))
+          ->default_str(to_string(opts->device));
   auto require_gpu = std::make_shared<bool>(false);
   app->add_flag("--require-gpu", *require_gpu,
                 "A run that would not be on a GPU is exit 3, not a quiet host run: --device auto "
@@ -250,6 +256,9 @@ Command add_run_command(CLI::App& parent) {
 
   auto action = [=]() {
     RunOptions o = *opts;
+    if (!device_text->empty())
+      std::tie(o.device, o.device_ordinal) =
+          std::get<std::pair<DeviceKind, int>>(parse_device(*device_text));
     if (*seed_opt) o.overrides.seed = *seed;
     if (*epochs_opt) o.overrides.epochs = *epochs;
     if (*regression_opt) o.overrides.regressions = RegressionSet(*regressions);

@@ -1,12 +1,15 @@
 // device_factory.cpp — the device behind `--device`, and whether CUDA can be used.
 #include "cli/device_factory.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/host_memory.h"
 #include "device/host_device.h"
 #include "report/format.h"
+#include "scenario/suggest.h"
 
 #ifdef KVCHECK_HAVE_CUDA
 // Provided by the CUDA device (src/device/cuda/, library kv_cuda): whether the CUDA runtime sees a
@@ -14,8 +17,9 @@
 // not start, and a device on it.
 namespace kv {
 bool cuda_gpu_present();
+int cuda_gpu_count();
 std::string cuda_start_failure();  // why the driver could not start; empty: it could, or no GPU
-std::unique_ptr<Device> make_cuda_device();
+std::unique_ptr<Device> make_cuda_device(int ordinal);
 }  // namespace kv
 #endif
 
@@ -55,7 +59,7 @@ static std::string driver_cannot_start(const std::string& why) {
 }
 #endif
 
-static std::unique_ptr<Device> make_cuda() {
+static std::unique_ptr<Device> make_cuda(int ordinal = -1) {
   if (!cuda_built())
     throw DeviceUnavailable(
         "--device cuda: this kvcheck was built without CUDA (no nvcc at configure time); "
@@ -74,7 +78,12 @@ static std::unique_ptr<Device> make_cuda() {
         "use --device host to run on the CPU");
 #ifdef KVCHECK_HAVE_CUDA
   try {
-    return kv::make_cuda_device();
+    if (ordinal >= 0 && ordinal >= kv::cuda_gpu_count())
+      throw DeviceUnavailable(fmt::format(
+          "--device cuda:{}: this machine's CUDA runtime sees {} GPU(s), numbered from 0 (check "
+          "nvidia-smi and CUDA_VISIBLE_DEVICES)",
+          ordinal, kv::cuda_gpu_count()));
+    return kv::make_cuda_device(ordinal);
   } catch (const DeviceStartError& e) {
     throw DeviceUnavailable("--device cuda: " + driver_cannot_start(e.what()) +
                             ", or use --device host");
@@ -84,12 +93,26 @@ static std::unique_ptr<Device> make_cuda() {
 #endif
 }
 
+std::variant<std::pair<DeviceKind, int>, std::string> parse_device(const std::string& text) {
+  if (auto k = enum_from_name(kDeviceKindNames, text)) return std::pair{*k, -1};
+  if (text.starts_with("cuda:")) {
+    const std::string n = text.substr(5);
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ordinal);
+    if (ec == std::errc() && end == n.data() + n.size() && !n.empty() && ordinal >= 0 &&
+        ordinal < 1024)
+      return std::pair{DeviceKind::cuda, ordinal};
+  }
+  return fmt::format("got \"{}\", expected host, cuda, cuda:N (GPU N, from 0) or auto{}", text,
+                     suggestion_tail(text, enum_names(kDeviceKindNames)));
+}
+
 const char* to_string(DeviceKind kind) { return name_in(kDeviceKindNames, kind).data(); }
 
-std::unique_ptr<Device> make_device(DeviceKind kind) {
+std::unique_ptr<Device> make_device(DeviceKind kind, int ordinal) {
   switch (kind) {
     case DeviceKind::host: return std::make_unique<HostDevice>();
-    case DeviceKind::cuda: return make_cuda();
+    case DeviceKind::cuda: return make_cuda(ordinal);
     case DeviceKind::automatic: break;
   }
   // Said out loud either way: a nightly GPU gate that quietly ran on the CPU would pass on the

@@ -4,6 +4,9 @@
 #include <array>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
 
 #include "device/device.h"
 #include "scenario/enum_names.h"
@@ -34,8 +37,12 @@ inline constexpr std::array<EnumName<DeviceKind>, 3> kDeviceKindNames{{
 
 const char* to_string(DeviceKind kind);
 
-// host -> HostDevice; cuda -> the CUDA device, or DeviceUnavailable; automatic -> cuda when
-// available, else host.
-std::unique_ptr<Device> make_device(DeviceKind kind);
+// host -> HostDevice; cuda -> the CUDA device (GPU `ordinal`, -1: the current one), or
+// DeviceUnavailable; automatic -> cuda when available, else host.
+std::unique_ptr<Device> make_device(DeviceKind kind, int ordinal = -1);
+
+// `--device` text: host, cuda, auto, or cuda:N (GPU N). The kind and the ordinal (-1 but for
+// cuda:N), or why not.
+std::variant<std::pair<DeviceKind, int>, std::string> parse_device(const std::string& text);
 
 }  // namespace kv::cli

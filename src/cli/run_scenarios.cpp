@@ -184,7 +184,7 @@ void refuse_what_does_not_fit(const std::vector<LoadedScenario>& scenarios,
 std::unique_ptr<Device> make_device_for(const RunOptions& opts,
                                         const std::vector<LoadedScenario>& scenarios) {
   try {
-    return make_device(opts.device);
+    return make_device(opts.device, opts.device_ordinal);
   } catch (const DeviceUnavailable& e) {
     MemoryLimits host = memory_limits(opts, nullptr);
     host.device_is_host = true;

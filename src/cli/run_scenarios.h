@@ -30,6 +30,7 @@ struct BackendOptions {
 struct RunOptions {
   std::vector<std::string> files;  // scenario files and folders (cli/scenario_files.h)
   DeviceKind device = DeviceKind::host;
+  int32_t device_ordinal = -1;  // --device cuda:N: GPU N; -1: the current one
   Overrides overrides;
   std::string out_dir = "results/runs";  // one result file per run (cli/result_paths.h)
   bool no_out = false;                    // --no-out: write no result file

@@ -56,10 +56,20 @@ TEST_F(Usage, UnknownDeviceNamesTheOptionAndTheDevices) {
   CliRun r = kvcheck("run tiny.json --device tpu");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "--device")) << r.err;
-  EXPECT_TRUE(contains(r.err, R"(unknown device "tpu"; expected one of "host", "cuda", "auto")"))
+  EXPECT_TRUE(contains(r.err, R"(got "tpu", expected host, cuda, cuda:N (GPU N, from 0) or auto)"))
       << r.err;
   CliRun typo = kvcheck("run tiny.json --device cdua");
   EXPECT_TRUE(contains(typo.err, R"(did you mean "cuda"?)")) << typo.err;
+  for (const char* bad : {"cuda:", "cuda:-1", "cuda:x", "cuda:1.5", "cuda:99999", "host:0"}) {
+    CliRun b = kvcheck(std::string("run tiny.json --device ") + bad);
+    EXPECT_EQ(b.exit_code, 2) << bad << ": " << b.err;
+    EXPECT_TRUE(contains(b.err, "--device: got \"" + std::string(bad) + "\"")) << b.err;
+  }
+  // A GPU number the machine lacks (or no CUDA in this build): cannot run, exit 3, saying why.
+  CliRun gpu9 = kvcheck("run tiny.json --device cuda:9 --out out");
+  EXPECT_EQ(gpu9.exit_code, 3) << gpu9.err;
+  EXPECT_TRUE(contains(gpu9.err, "--device cuda")) << gpu9.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out/tiny.json"));
 }
 
 TEST_F(Usage, UnknownRegressionSuggestsTheClosestAndWritesNothing) {

@@ -101,10 +101,13 @@ class CudaDevice : public Device {
 // Whether the CUDA runtime sees a GPU: cudaGetDeviceCount > 0. Never throws; false when the driver
 // is missing or too old. (Also declared by src/cli/device_factory.cpp.)
 bool cuda_gpu_present();
+// How many GPUs the CUDA runtime sees (0 when none, or no driver). Never throws.
+int cuda_gpu_count();
 // Why the driver could not start when cudaGetDeviceCount failed with a start failure
 // (cuda_check.h: out of memory or address space, as under a small `ulimit -v`); empty otherwise.
 std::string cuda_start_failure();
 // Throws DeviceStartError when the driver cannot create the context, DeviceError otherwise.
-std::unique_ptr<Device> make_cuda_device();
+// `ordinal`: the GPU (cudaSetDevice); -1: the current one (0 unless set).
+std::unique_ptr<Device> make_cuda_device(int ordinal = -1);
 
 }  // namespace kv

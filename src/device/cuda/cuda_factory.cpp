@@ -9,7 +9,7 @@
 
 namespace kv {
 
-bool cuda_gpu_present() {
+int cuda_gpu_count() {
   try {
     int n = 0;
     // Without a driver (or with one too old for this runtime) this returns an error such as
@@ -17,13 +17,15 @@ bool cuda_gpu_present() {
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      return false;
+      return 0;
     }
-    return n > 0;
+    return n;
   } catch (...) {
-    return false;
+    return 0;
   }
 }
+
+bool cuda_gpu_present() { return cuda_gpu_count() > 0; }
 
 std::string cuda_start_failure() {
   try {
@@ -37,6 +39,8 @@ std::string cuda_start_failure() {
   }
 }
 
-std::unique_ptr<Device> make_cuda_device() { return std::make_unique<CudaDevice>(); }
+std::unique_ptr<Device> make_cuda_device(int ordinal) {
+  return std::make_unique<CudaDevice>(ordinal);
+}
 
 }  // namespace kv
