@@ -2,10 +2,12 @@
 #include "cli/memory_fit.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "report/format.h"
@@ -148,27 +150,22 @@ std::optional<std::string> memory_refusal(const std::string& scenario, const Run
 }
 
 std::optional<int64_t> parse_memory_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
+  // CLI11 passes "-1" through and reads a bare "G" as 1 G: a size starts with a digit.
+  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+  std::string bytes = text;
+  static const CLI::AsSizeValue as_size(/*kb_is_1000=*/false);
   try {
-    value = std::stod(text, &used);
+    if (!as_size(bytes).empty()) return std::nullopt;
+  } catch (const CLI::Error&) {  // an unknown unit is thrown, not returned
+    return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  std::string unit = text.substr(used);
-  if (unit.size() == 3 && unit.ends_with("iB")) unit.resize(1);       // "GiB"
-  else if (unit.size() == 2 && unit.back() == 'B') unit.resize(1);    // "GB"
-  else if (unit == "B") unit.clear();
-  double scale = 1;
-  if (!unit.empty()) {
-    static const std::string units = "KMGT";
-    const auto k = units.find(static_cast<char>(std::toupper(unit[0])));
-    if (unit.size() != 1 || k == std::string::npos) return std::nullopt;
-    scale = std::pow(1024.0, static_cast<double>(k + 1));
-  }
-  const double bytes = value * scale;
-  if (!(bytes >= 1) || bytes > std::ldexp(1.0, 62)) return std::nullopt;
-  return static_cast<int64_t>(bytes);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(bytes.data(), bytes.data() + bytes.size(), value);
+  if (ec != std::errc() || end != bytes.data() + bytes.size()) return std::nullopt;
+  if (value < 1 || value > (int64_t{1} << 62)) return std::nullopt;
+  return value;
 }
 
 }  // namespace kv::cli

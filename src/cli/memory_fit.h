@@ -54,8 +54,9 @@ struct MemoryLimits {
 std::optional<std::string> memory_refusal(const std::string& scenario, const RunCost& cost,
                                           const MemoryLimits& limits);
 
-// "4096", "512K", "64M", "1.5G", "2T", "8GiB", "8GB": bytes, with binary units; nullopt for
-// anything else (zero, negative, not a number, over 2^62).
+// "4096", "512K", "64M", "2T", "8GiB", "8GB": bytes, with binary units, as CLI11's own size
+// validator (CLI::AsSizeValue) reads them; nullopt for anything else (zero, negative, a fraction,
+// not a number, over 2^62).
 std::optional<int64_t> parse_memory_size(const std::string& text);
 
 }  // namespace kv::cli
