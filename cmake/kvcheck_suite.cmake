@@ -10,10 +10,13 @@
 #     "nightly") for an entry whose labels hold "nightly"; entries that require a GPU are left to
 #     the caller. Needs CMake 3.20 (string(JSON), cmake_path).
 
-function(_kvcheck_suite_entry_count text out)
-  string(JSON n LENGTH "${text}" entries)
-  set(${out} ${n} PARENT_SCOPE)
-endfunction()
+# Reads `suite` into the caller's `text`, its folder into `base`, its last entry index into `last`.
+macro(_kvcheck_suite_open suite)
+  file(READ "${suite}" text)
+  get_filename_component(base "${suite}" DIRECTORY)
+  string(JSON _kvcheck_n LENGTH "${text}" entries)
+  math(EXPR last "${_kvcheck_n} - 1")
+endmacro()
 
 # The array at `path...` of entry `i` as a CMake list ("" when absent).
 function(_kvcheck_suite_list text i key out)
@@ -63,10 +66,7 @@ function(_kvcheck_suite_files base paths out)
 endfunction()
 
 function(kvcheck_suite_entry_files suite id out)
-  file(READ "${suite}" text)
-  get_filename_component(base "${suite}" DIRECTORY)
-  _kvcheck_suite_entry_count("${text}" n)
-  math(EXPR last "${n} - 1")
+  _kvcheck_suite_open("${suite}")
   foreach(i RANGE ${last})
     string(JSON this GET "${text}" entries ${i} id)
     if(this STREQUAL id)
@@ -86,10 +86,7 @@ function(kvcheck_add_suite_tests suite)
     set(A_NIGHTLY_LABEL nightly)
   endif()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${suite}")
-  file(READ "${suite}" text)
-  get_filename_component(base "${suite}" DIRECTORY)
-  _kvcheck_suite_entry_count("${text}" n)
-  math(EXPR last "${n} - 1")
+  _kvcheck_suite_open("${suite}")
   foreach(i RANGE ${last})
     string(JSON id GET "${text}" entries ${i} id)
     _kvcheck_suite_list("${text}" ${i} requires requires)

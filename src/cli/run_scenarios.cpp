@@ -249,12 +249,24 @@ std::optional<std::string> flipped_suite_expectation(const RunOptions& opts,
                      in_suite->entry->id, in_suite->path, to_string(in_suite->scenario.expect));
 }
 
+// Whether a GPU is visible, asked in a worker process: a parent of workers must not start the
+// CUDA driver itself (plugin/worker.h), and this one may fork workers later.
+bool gpu_visible_in_a_worker() {
+  SharedProgress shared;
+  const WorkerOutcome out = run_in_worker(
+      [] { return std::string(cuda_device_available() ? "yes" : "no"); }, shared.record(),
+      std::chrono::seconds(120));
+  return out.kind == WorkerOutcome::Kind::finished && out.message == "yes";
+}
+
 // The runs of suite entries that need a GPU, dropped (with a warning naming each entry) where
 // the run is not on one.
 void drop_gpu_entries_off_gpu(const RunOptions& opts, std::vector<LoadedScenario>& runs) {
-  const bool on_gpu = opts.device == DeviceKind::cuda ||
-                      (opts.device == DeviceKind::automatic && cuda_device_available());
-  if (on_gpu) return;
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const LoadedScenario& l) {
+    return l.entry && l.entry->requires_gpu;
+  });
+  if (!any || opts.device == DeviceKind::cuda) return;
+  if (opts.device == DeviceKind::automatic && cuda_built() && gpu_visible_in_a_worker()) return;
   std::map<std::string, size_t> dropped;
   std::erase_if(runs, [&](const LoadedScenario& l) {
     if (!l.entry || !l.entry->requires_gpu) return false;
