@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/device_factory.h"
 #include "cli_runner.h"
 
 namespace kv::test {
@@ -61,6 +62,15 @@ TEST_F(SuiteFile, EachEntryRunsItsScenariosItsWayWithResultsUnderItsId) {
                               "scenario(s) not run"))
       << r.err;
   EXPECT_TRUE(contains(r.out, "8 passed, 0 failed")) << r.out;
+  // --device auto asks for a GPU (in a worker process); --device cuda runs the entry or says why
+  // not (exit 3 without a GPU).
+  CliRun gpu = kvcheck("run suite.json --label big --device cuda --out out2 -q");
+  EXPECT_EQ(gpu.exit_code, cli::cuda_device_available() ? 0 : 3) << gpu.err;
+  CliRun autodev = kvcheck("run suite.json --label caught --label big --device auto --out out3 -q");
+  EXPECT_EQ(autodev.exit_code, 0) << autodev.err;
+  if (!cli::cuda_device_available()) {
+    EXPECT_TRUE(contains(autodev.err, "suite entry big needs a GPU")) << autodev.err;
+  }
 }
 
 TEST_F(SuiteFile, LabelsAndRunIdsSelectEntriesAndFiles) {
