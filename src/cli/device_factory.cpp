@@ -18,6 +18,7 @@
 namespace kv {
 bool cuda_gpu_present();
 int cuda_gpu_count();
+std::string cuda_kernel_image_missing();
 std::string cuda_start_failure();  // why the driver could not start; empty: it could, or no GPU
 std::unique_ptr<Device> make_cuda_device(int ordinal);
 }  // namespace kv
@@ -83,7 +84,10 @@ static std::unique_ptr<Device> make_cuda(int ordinal = -1) {
           "--device cuda:{}: this machine's CUDA runtime sees {} GPU(s), numbered from 0 (check "
           "nvidia-smi and CUDA_VISIBLE_DEVICES)",
           ordinal, kv::cuda_gpu_count()));
-    return kv::make_cuda_device(ordinal);
+    std::unique_ptr<Device> device = kv::make_cuda_device(ordinal);
+    if (const std::string why = kv::cuda_kernel_image_missing(); !why.empty())
+      throw DeviceUnavailable("--device cuda: " + why);
+    return device;
   } catch (const DeviceStartError& e) {
     throw DeviceUnavailable("--device cuda: " + driver_cannot_start(e.what()) +
                             ", or use --device host");
@@ -118,9 +122,15 @@ std::unique_ptr<Device> make_device(DeviceKind kind, int ordinal) {
   // Said out loud either way: a nightly GPU gate that quietly ran on the CPU would pass on the
   // wrong device (--require-gpu makes that exit 3 instead).
   if (cuda_device_available()) {
-    std::unique_ptr<Device> cuda = make_cuda();
-    spdlog::info("--device auto: running on {} (a CUDA GPU is visible)", cuda->name());
-    return cuda;
+    try {
+      std::unique_ptr<Device> cuda = make_cuda();
+      spdlog::info("--device auto: running on {} (a CUDA GPU is visible)", cuda->name());
+      return cuda;
+    } catch (const DeviceUnavailable& e) {  // a GPU this build has no kernels for
+      spdlog::warn("--device auto: running on the host: {}; --require-gpu makes this exit 3",
+                   e.what());
+      return std::make_unique<HostDevice>();
+    }
   }
 #ifdef KVCHECK_HAVE_CUDA
   if (const std::string why = kv::cuda_start_failure(); !why.empty()) {

@@ -58,6 +58,8 @@ class GpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cuda_gpu_present()) GTEST_SKIP() << "no CUDA GPU visible: GPU tests skipped";
+    if (const std::string why = cuda_kernel_image_missing(); !why.empty())
+      GTEST_SKIP() << why << ": GPU tests skipped";
     cuda_ = std::make_unique<CudaDevice>();
     rng_.seed(base_seed() * 1000003 + std::hash<std::string>{}(
         ::testing::UnitTest::GetInstance()->current_test_info()->name()));

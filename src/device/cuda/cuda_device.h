@@ -101,6 +101,9 @@ class CudaDevice : public Device {
 // Whether the CUDA runtime sees a GPU: cudaGetDeviceCount > 0. Never throws; false when the driver
 // is missing or too old. (Also declared by src/cli/device_factory.cpp.)
 bool cuda_gpu_present();
+// Why this build's kernels cannot run on the current GPU (built for other architectures: "this
+// kvcheck has no kernels for the GPU NAME (sm_XY ...); rebuild with ..."); empty when they can.
+std::string cuda_kernel_image_missing();
 // How many GPUs the CUDA runtime sees (0 when none, or no driver). Never throws.
 int cuda_gpu_count();
 // Why the driver could not start when cudaGetDeviceCount failed with a start failure
