@@ -24,12 +24,7 @@ namespace {
 RunSummary summary_of(const std::vector<ResultRecord>& records) {
   RunSummary s;
   for (const auto& r : records) {
-    switch (r.outcome) {
-      case ScenarioOutcome::passed: ++s.passed; break;
-      case ScenarioOutcome::failed: ++s.failed; break;
-      case ScenarioOutcome::error: ++s.errors; break;
-    }
-    if (!r.problem.empty()) s.problems.push_back(r.problem);
+    s.add(r.outcome, r.problem);
     s.seconds += r.seconds;
   }
   return s;

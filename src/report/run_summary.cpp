@@ -40,12 +40,17 @@ ScenarioOutcome outcome_of(const nlohmann::json& result) {
 }
 
 void RunSummary::add(const nlohmann::json& result) {
-  switch (outcome_of(result)) {
+  const ScenarioOutcome o = outcome_of(result);
+  add(o, o == ScenarioOutcome::passed ? std::string() : problem_line(result));
+}
+
+void RunSummary::add(ScenarioOutcome outcome, const std::string& problem) {
+  switch (outcome) {
     case ScenarioOutcome::passed: ++passed; return;
     case ScenarioOutcome::failed: ++failed; break;
     case ScenarioOutcome::error: ++errors; break;
   }
-  problems.push_back(problem_line(result));
+  problems.push_back(problem);
 }
 
 std::string summary_line(const RunSummary& s) {

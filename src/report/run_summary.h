@@ -29,6 +29,8 @@ struct RunSummary {
   std::vector<std::string> problems;  // one line per failed or error scenario, in run order
 
   void add(const nlohmann::json& result);  // counts it; a problem adds its line
+  // The same for a run already reduced to its outcome and problem line ("" when it passed).
+  void add(ScenarioOutcome outcome, const std::string& problem);
   bool all_passed() const { return failed == 0 && errors == 0 && could_not_run == 0 && not_run == 0; }
 };
 
