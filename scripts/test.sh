@@ -56,17 +56,22 @@ stage setup
 # With nvcc, the CUDA device and the FlashInfer plugin are built, asked for explicitly (so a
 # toolkit or FlashInfer change that breaks their build fails here); their tests need a GPU (label
 # gpu) and skip without one. Without nvcc: host only, said out loud. Both with the test-only
-# hooks (KVCHECK_TEST_HOOKS: the fault injection the exit-code tests use).
+# hooks (KVCHECK_TEST_HOOKS: the fault injection the exit-code tests use). The unit tests run
+# once, in the sanitizer build (below): this build leaves their binaries out.
+unit_tests=ON
+[ "${KVCHECK_SKIP_SANITIZE:-0}" != 1 ] && unit_tests=OFF
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   stage fetch-flashinfer
   "$repo/scripts/fetch-flashinfer.sh" "$repo/build/flashinfer"
   stage configure+build
-  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=ON \
-    -DKVCHECK_FLASHINFER=ON -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_UNIT_TESTS=$unit_tests \
+    -DKVCHECK_CUDA=ON -DKVCHECK_FLASHINFER=ON \
+    -DFLASHINFER_INCLUDE_DIR="$repo/build/flashinfer/include"
 else
   echo "test.sh: no nvcc: building host-only (no CUDA device, no FlashInfer plugin)" >&2
   stage configure+build
-  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_CUDA=OFF
+  "$repo/scripts/build.sh" "$repo/build" -DKVCHECK_TEST_HOOKS=ON -DKVCHECK_UNIT_TESTS=$unit_tests \
+    -DKVCHECK_CUDA=OFF
 fi
 cd "$repo/build"
 stage ctest
