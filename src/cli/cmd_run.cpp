@@ -202,6 +202,12 @@ Command add_run_command(CLI::App& parent) {
                   "Stop after N seconds of the whole run (exit 3), saying how far it got; the "
                   "scenario then running writes no result file (for CI gates)")
       ->check(CLI::Range(1, 31'536'000));
+  app->add_option("-j,--jobs", opts->jobs,
+                  "Run N scenarios at once, each in a worker process, as memory (and on several "
+                  "GPUs, each GPU's) allows; each prints whole as it ends")
+      ->type_name("N")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app->add_option("--timeout-per-scenario", opts->timeout_per_scenario,
                   "Stop a scenario that runs longer than N seconds: verdict error (timeout; "
                   "exit 1, an error in JUnit), and the run goes on with the next")

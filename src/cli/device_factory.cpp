@@ -42,6 +42,14 @@ bool cuda_device_available() {
 #endif
 }
 
+int cuda_device_count() {
+#ifdef KVCHECK_HAVE_CUDA
+  return cuda_device_available() ? kv::cuda_gpu_count() : 0;
+#else
+  return 0;
+#endif
+}
+
 #ifdef KVCHECK_HAVE_CUDA
 // The driver failed to start (`why`: the CUDA call and its error): which limit to raise. The driver
 // maps about 13 GiB of address space for itself when it starts (measured on an H200, driver 580:
@@ -123,7 +131,7 @@ std::unique_ptr<Device> make_device(DeviceKind kind, int ordinal) {
   // wrong device (--require-gpu makes that exit 3 instead).
   if (cuda_device_available()) {
     try {
-      std::unique_ptr<Device> cuda = make_cuda();
+      std::unique_ptr<Device> cuda = make_cuda(ordinal);
       spdlog::info("--device auto: running on {} (a CUDA GPU is visible)", cuda->name());
       return cuda;
     } catch (const DeviceUnavailable& e) {  // a GPU this build has no kernels for

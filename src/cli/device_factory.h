@@ -25,6 +25,10 @@ bool cuda_built();
 // host-only build.
 bool cuda_device_available();
 
+// How many GPUs the CUDA runtime sees (0 in a host-only build or without a GPU). Starts the
+// driver: a parent of workers asks in a worker (plugin/worker.h).
+int cuda_device_count();
+
 // Where `--device` runs the ops. automatic ("auto"): cuda when available, else host.
 enum class DeviceKind { host, cuda, automatic };
 
@@ -38,7 +42,7 @@ inline constexpr std::array<EnumName<DeviceKind>, 3> kDeviceKindNames{{
 const char* to_string(DeviceKind kind);
 
 // host -> HostDevice; cuda -> the CUDA device (GPU `ordinal`, -1: the current one), or
-// DeviceUnavailable; automatic -> cuda when available, else host.
+// DeviceUnavailable; automatic -> cuda (GPU `ordinal`) when available, else host.
 std::unique_ptr<Device> make_device(DeviceKind kind, int ordinal = -1);
 
 // `--device` text: host, cuda, auto, or cuda:N (GPU N). The kind and the ordinal (-1 but for

@@ -1,8 +1,9 @@
 // run_scenarios.cpp — the `kvcheck run` pipeline: validate all, then run each, then report.
-// With a backend, each scenario runs in a worker process: the worker makes the device, loads the
-// plugin, runs and checks, and sends back its result document and console table; the parent
-// writes the result file, prints, and turns a worker that crashed, exited or hung into an error
-// verdict named after the op, epoch and step of the shared progress record.
+// With a backend (or -j N, or --timeout-per-scenario), each scenario runs in a worker process:
+// the worker makes the device, loads the plugin, runs and checks, and sends back its result
+// document and console table; the parent writes the result file, prints, and turns a worker that
+// crashed, exited or hung into an error verdict named after the op, epoch and step of the shared
+// progress record. Under -j N up to N workers run at once (run_at_once).
 #include "cli/run_scenarios.h"
 
 #include <unistd.h>
@@ -11,10 +12,13 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <new>
 #include <sstream>
+#include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -33,8 +37,10 @@
 #include "cli/worker_reply.h"
 #include "cli/reference_choice.h"
 #include "cli/result_paths.h"
+#include "cli/run_admission.h"
 #include "cli/run_progress.h"
 #include "cli/suite_file.h"
+#include "util/parallel_for.h"
 #include "util/stopwatch.h"
 #include "plugin/placement.h"
 #include "cli/invocation.h"
@@ -78,13 +84,25 @@ std::string corrupt_hint(const nlohmann::json& result) {
   const auto backend = result.find("backend");
   const auto ff = result.find("first_failure");
   if (backend != result.end() && backend->is_object()) {
-    const std::string ops = ff != result.end() && ff->is_object() && ff->contains("ops")
-                                ? join((*ff)["ops"].get<std::vector<std::string>>(), ", ")
-                                : "";
+    const std::vector<std::string> site_ops =
+        ff != result.end() && ff->is_object() && ff->contains("ops")
+            ? (*ff)["ops"].get<std::vector<std::string>>()
+            : std::vector<std::string>{};
+    // Only the ops the backend ran: --backend-op OP=builtin cannot take away one it did not.
+    std::vector<std::string> suspects;
+    for (const std::string& op : site_ops)
+      for (const auto& row : backend->value("ops", nlohmann::json::array()))
+        if (row.value("op", std::string()) == op && row.value("backend_calls", 0) > 0)
+          suspects.push_back(op);
+    if (!site_ops.empty() && suspects.empty())
+      return fmt::format("none of the ops behind the failing site ({}) ran in the backend: "
+                         "kvcheck's own ops disagree with the reference there; rerun without "
+                         "--backend, and see the result's first_failure",
+                         join(site_ops, ", "));
     return fmt::format("to find the backend op at fault, rerun with --backend-op OP=builtin for "
-                       "the ops behind the failing site{}: the failure that goes away names it; "
-                       "-v prints per-epoch progress",
-                       ops.empty() ? "" : " (" + ops + ")");
+                       "the ops behind the failing site that the backend ran{}: the failure that "
+                       "goes away names it; -v prints per-epoch progress",
+                       suspects.empty() ? "" : " (" + join(suspects, ", ") + ")");
   }
   return "no regression is on and no backend is loaded: kvcheck's own ops disagree with the "
          "reference; rerun with -v for per-epoch progress, and see the result's first_failure";
@@ -182,9 +200,10 @@ void refuse_what_does_not_fit(const std::vector<LoadedScenario>& scenarios,
 // make_device, whose "use --device host" hint for a missing GPU holds only if the host can run
 // the scenarios: where it cannot, the message says so instead of leaving the hint bare.
 std::unique_ptr<Device> make_device_for(const RunOptions& opts,
-                                        const std::vector<LoadedScenario>& scenarios) {
+                                        const std::vector<LoadedScenario>& scenarios,
+                                        int32_t gpu = -1) {
   try {
-    return make_device(opts.device, opts.device_ordinal);
+    return make_device(opts.device, gpu >= 0 ? gpu : opts.device_ordinal);
   } catch (const DeviceUnavailable& e) {
     MemoryLimits host = memory_limits(opts, nullptr);
     host.device_is_host = true;
@@ -196,7 +215,8 @@ std::unique_ptr<Device> make_device_for(const RunOptions& opts,
   }
 }
 
-// Each file's runs: once per seed (--seeds, else its suite entry's), --repeat times each, and its clean twin after a run
+// Each file's runs: once per seed (--seeds, else its suite entry's), --repeat times each, and
+// its clean twin after a run
 // with regressions on (--clean-twins), in that order; the variant names each.
 std::vector<LoadedScenario> expand_runs(std::vector<LoadedScenario> files, const RunOptions& opts) {
   auto add_variant = [](LoadedScenario& l, const std::string& v) {
@@ -429,10 +449,10 @@ ScenarioReport report_of(const RunResult& r, const ConsoleStyle& style) {
 // stderr) | internal_error {message}.
 std::string work_in_worker(Scenario& s, const RunOptions& opts, const BackendOptions& b,
                            const std::string& sha256, const Deadline& deadline, bool fail_fast,
-                           ProgressRecord& record, const ConsoleStyle& style) {
+                           ProgressRecord& record, const ConsoleStyle& style, int32_t gpu) {
   try {
     std::unique_ptr<Device> device =
-        make_device_for(opts, {LoadedScenario{.path = s.source_path, .scenario = s}});
+        make_device_for(opts, {LoadedScenario{.path = s.source_path, .scenario = s}}, gpu);
     std::strncpy(record.device, device->name().c_str(), sizeof(record.device) - 1);
     refuse_what_does_not_fit({LoadedScenario{.path = s.source_path, .scenario = s}},
                              memory_limits(opts, device.get()));
@@ -513,20 +533,38 @@ RunResult error_result(const Scenario& s, const ProgressRecord& record, RunError
   return r;
 }
 
-// One scenario in a worker process; throws WorkerCannotRun when the worker could not run it, and
-// TimeLimitReached when it had to be stopped at the deadline (inside a backend call).
-ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOptions& b,
-                            const std::string& sha256, const Deadline& deadline, bool fail_fast,
-                            const ConsoleStyle& style) {
-  SharedProgress shared;
-  ProgressRecord& record = shared.record();
-  const auto t0 = std::chrono::steady_clock::now();
+// One scenario's worker, started: what finish_isolated reads when it has ended.
+struct StartedWorker {
+  std::unique_ptr<SharedProgress> shared;
+  std::unique_ptr<WorkerProcess> process;
+  std::chrono::steady_clock::time_point t0;
+};
+
+// Forks the worker of one scenario, on GPU `gpu` (-1: as --device says).
+StartedWorker start_isolated(Scenario& s, const RunOptions& opts, const BackendOptions& b,
+                             const std::string& sha256, const Deadline& deadline, bool fail_fast,
+                             const ConsoleStyle& style, int32_t gpu) {
+  StartedWorker w{.shared = std::make_unique<SharedProgress>(),
+                  .process = nullptr,
+                  .t0 = std::chrono::steady_clock::now()};
+  ProgressRecord& record = w.shared->record();
+  // The work runs in the child, inside this call (fork in the constructor): its references hold.
+  w.process = std::make_unique<WorkerProcess>(
+      [&] { return work_in_worker(s, opts, b, sha256, deadline, fail_fast, record, style, gpu); },
+      record, std::chrono::seconds(b.timeout_seconds), deadline.at);
+  return w;
+}
+
+// The report of a scenario whose worker has ended; throws WorkerCannotRun when the worker could
+// not run it, and TimeLimitReached when it had to be stopped at the deadline (inside a backend
+// call).
+ScenarioReport finish_isolated(StartedWorker& w, const Scenario& s, const RunOptions& opts,
+                               const BackendOptions& b, const Deadline& deadline,
+                               const ConsoleStyle& style) {
+  const WorkerOutcome out = w.process->outcome();
+  const ProgressRecord& record = w.shared->record();
   const auto timeout = std::chrono::seconds(b.timeout_seconds);
-  const WorkerOutcome out = run_in_worker(
-      [&] { return work_in_worker(s, opts, b, sha256, deadline, fail_fast, record, style); },
-      record,
-      timeout, deadline.at);
-  const double seconds = seconds_since(t0);
+  const double seconds = seconds_since(w.t0);
   // The op in progress when the worker died or stuck (none: it was in kvcheck's own code).
   const std::string op = record.in_call() ? record.op_name() : "";
   // Loading the plugin (its constructors, its init) crashed, exited or hung: it cannot be loaded,
@@ -582,6 +620,16 @@ ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOp
                    style);
 }
 
+// One scenario in a worker process, waited for: finish_isolated's report (and its exceptions).
+ScenarioReport run_isolated(Scenario& s, const RunOptions& opts, const BackendOptions& b,
+                            const std::string& sha256, const Deadline& deadline, bool fail_fast,
+                            const ConsoleStyle& style) {
+  StartedWorker w = start_isolated(s, opts, b, sha256, deadline, fail_fast, style, -1);
+  while (!w.process->poll(std::chrono::milliseconds(50))) {
+  }
+  return finish_isolated(w, s, opts, b, deadline, style);
+}
+
 // The backend a scenario runs with: the command line's --backend (it wins over the scenario's
 // own), none under --no-backend, else the scenario's `backend` (its library relative to the
 // scenario file), with the command line's timeout and sync.
@@ -625,6 +673,16 @@ RunResult timeout_result(const Scenario& s, const std::string& device, const Dea
   r.error = std::move(e);
   r.seconds = seconds;
   return r;
+}
+
+// Inside `catch (...)` around one scenario: the scenario stopped at its own
+// --timeout-per-scenario limit is an error verdict, and the run goes on; anything else (the
+// whole run's --max-seconds among them) is rethrown.
+ScenarioReport timeout_or_rethrow(const Scenario& s, const std::string& device,
+                                  const Deadline& until, double seconds,
+                                  const ConsoleStyle& style) {
+  if (!until.per_scenario || !until.passed()) throw;
+  return report_of(timeout_result(s, device, until, seconds), style);
 }
 
 // Prints result documents on stdout as they come (--json): one run's documents are never all
@@ -700,6 +758,146 @@ void print_summary(const RunSummary& summary, std::ostream& os) {
   for (const auto& line : summary.problems) os << line << '\n';
 }
 
+// How one result was made, taken as its scenario starts, whatever becomes of the run.
+struct RunStamp {
+  std::string started_at;       // UTC
+  std::string scenario_sha256;  // empty: the file is gone since it was read
+};
+
+RunStamp stamp_of(const LoadedScenario& l) {
+  RunStamp stamp{.started_at = utc_timestamp(), .scenario_sha256 = ""};
+  try {
+    stamp.scenario_sha256 = sha256_file(l.path);
+  } catch (const std::exception&) {  // read once already; gone since: the result says so
+  }
+  return stamp;
+}
+
+// Reports scenario k's result as it comes in.
+using RecordRun = std::function<void(size_t k, ScenarioReport& rep, const RunStamp& stamp)>;
+
+// The GPUs a -j run spreads its scenarios over, with each one's free bytes, asked in a worker (a
+// parent of workers must not start the CUDA driver): every GPU the runtime sees, GPU N alone under
+// --device cuda:N; none on the host, in a host-only build, without a GPU, or when the worker
+// could not tell (then each worker checks its own GPU, as one run does).
+std::pair<std::vector<int32_t>, std::vector<int64_t>> gpus_for_jobs(const RunOptions& opts) {
+  if (opts.device == DeviceKind::host || !cuda_built()) return {};
+  SharedProgress shared;
+  const WorkerOutcome out = run_in_worker(
+      [&] {
+        std::string text;
+        const int n = cuda_device_count();
+        for (int g = 0; g < n; ++g) {
+          if (opts.device_ordinal >= 0 && g != opts.device_ordinal) continue;
+          const auto free = make_device(DeviceKind::cuda, g)->free_bytes();
+          text += fmt::format("{} {}\n", g, free.value_or(0));
+        }
+        return text;
+      },
+      shared.record(), std::chrono::seconds(120));
+  std::vector<int32_t> ordinals;
+  std::vector<int64_t> free;
+  if (out.kind != WorkerOutcome::Kind::finished) {
+    spdlog::warn("-j {}: could not count the GPUs and their free memory (the worker {}); each "
+                 "scenario's worker checks its own GPU",
+                 opts.jobs, out.kind == WorkerOutcome::Kind::crashed ? "crashed" : "failed");
+    return {};
+  }
+  std::istringstream in(out.message);
+  int32_t g = 0;
+  int64_t bytes = 0;
+  while (in >> g >> bytes) {
+    ordinals.push_back(g);
+    free.push_back(bytes);
+  }
+  return {ordinals, free};
+}
+
+// What run_at_once runs, and with what.
+struct AtOnce {
+  const RunOptions& opts;
+  std::vector<LoadedScenario>& scenarios;
+  const std::vector<BackendOptions>& backends;
+  const std::map<std::string, std::string>& backend_sha256;
+  const std::vector<int32_t>& gpu_ordinals;  // RunAdmission's GPU k is GPU gpu_ordinals[k]
+  const Deadline& deadline;
+  const ConsoleStyle& style;
+};
+
+// -j N: the scenarios in worker processes, up to N at once as `admission` lets them start (in the
+// order of the run), each reported through `record_run` as it ends. Returns when every scenario
+// has ended, or after one when `stop()` says so; workers still running then (or when a failure of
+// the run is thrown) are killed, their scenarios not run. `current` is the scenario a thrown
+// failure is about.
+void run_at_once(const AtOnce& run, RunAdmission& admission, const RecordRun& record_run,
+                 const std::function<bool()>& stop, size_t& current) {
+  struct Slot {
+    size_t k;
+    RunStamp stamp;
+    Deadline until;
+    StartedWorker worker;
+  };
+  std::vector<std::unique_ptr<Slot>> running;  // destroyed: their workers killed
+  const size_t n = run.scenarios.size();
+  size_t next = 0;
+  while (next < n || !running.empty()) {
+    while (next < n) {
+      current = next;
+      Scenario& s = run.scenarios[next].scenario;
+      if (run.deadline.passed())
+        throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of "
+                                           "{} scenario(s) started",
+                                           run.deadline.seconds, s.name, next, n));
+      const RunCost cost = estimate_run_cost(s);
+      const std::optional<int32_t> gpu = admission.place(s.name, cost);
+      if (!gpu) break;  // it waits for memory, a GPU or a free job
+      const int32_t ordinal = *gpu >= 0 ? run.gpu_ordinals[static_cast<size_t>(*gpu)] : -1;
+      const BackendOptions& b = run.backends[next];
+      const bool fail_fast = run.opts.fail_fast ||
+                             (run.scenarios[next].entry && run.scenarios[next].entry->fail_fast);
+      auto slot = std::make_unique<Slot>(
+          Slot{.k = next,
+               .stamp = stamp_of(run.scenarios[next]),
+               .until = scenario_deadline(run.deadline, run.opts.timeout_per_scenario),
+               .worker = {}});
+      slot->worker =
+          start_isolated(s, run.opts, b, b.path.empty() ? "" : run.backend_sha256.at(b.path),
+                         slot->until, fail_fast, run.style, ordinal);
+      admission.started(next, cost, *gpu);
+      spdlog::info("started {} ({} of {}{}; {} running)", s.name, next + 1, n,
+                   ordinal >= 0 ? fmt::format(", on cuda:{}", ordinal) : "", admission.running());
+      running.push_back(std::move(slot));
+      ++next;
+    }
+    std::vector<WorkerProcess*> processes;
+    for (const auto& slot : running) processes.push_back(slot->worker.process.get());
+    wait_for_any(processes, std::chrono::milliseconds(50));
+    for (size_t r = 0; r < running.size();) {
+      Slot& slot = *running[r];
+      if (!slot.worker.process->poll(std::chrono::milliseconds(0))) {
+        ++r;
+        continue;
+      }
+      current = slot.k;
+      const Scenario& s = run.scenarios[slot.k].scenario;
+      ScenarioReport rep;
+      try {
+        rep = finish_isolated(slot.worker, s, run.opts, run.backends[slot.k], slot.until,
+                              run.style);
+      } catch (...) {
+        rep = timeout_or_rethrow(s, to_string(run.opts.device), slot.until,
+                                 seconds_since(slot.worker.t0), run.style);
+      }
+      admission.finished(slot.k);
+      const size_t k = slot.k;
+      const RunStamp stamp = slot.stamp;
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
+      record_run(k, rep, stamp);
+      if (stop()) return;
+    }
+  }
+}
+
 // Runs every scenario and returns the run's status: each scenario's outcome, and a failure that
 // stops the run (the deadline, an unwritable result, a worker that cannot run), combined in the
 // order of worse_status (exit_codes.h): a scenario found bad is never hidden by a later one that
@@ -748,13 +946,36 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   // it forks): each worker makes its own, also for the scenarios of the run without a backend.
   // --timeout-per-scenario too: a worker can be killed at its limit, while kvcheck's own code polls
   // it only between steps and rows (a GPU-scale engine's set-up ran 38 s past a 5 s limit).
+  // -j N: every scenario in a worker, N at once.
+  const bool parallel = opts.jobs > 1 && scenarios.size() > 1;
   const bool isolated =
-      opts.timeout_per_scenario > 0 ||
+      parallel || opts.timeout_per_scenario > 0 ||
       std::any_of(backends.begin(), backends.end(),
                   [](const BackendOptions& b) { return !b.path.empty(); });
-  // Before anything of a scenario is allocated: host memory and the budget here, a worker's
-  // device in the worker.
-  if (isolated) refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
+  std::vector<int32_t> gpu_ordinals;
+  std::vector<int64_t> gpu_free;
+  if (parallel) {
+    // N workers at once, each checking on its share of the cores (util/parallel_for.h).
+    const unsigned cores = default_worker_count();
+    worker_count_limit() = std::max(1u, cores / static_cast<unsigned>(opts.jobs));
+    std::tie(gpu_ordinals, gpu_free) = gpus_for_jobs(opts);
+    spdlog::info("-j {}: up to {} scenarios at once, each in a worker checking on {} of {} "
+                 "cores{}",
+                 opts.jobs, opts.jobs, default_worker_count(), cores,
+                 gpu_ordinals.size() > 1 ? fmt::format(", spread over {} GPUs",
+                                                       gpu_ordinals.size())
+                                         : "");
+    // Before anything runs: each scenario alone must fit (the host, and the GPU with the most
+    // free memory); together they wait for one another.
+    const RunAdmission alone(opts.jobs, memory_limits(opts, nullptr), gpu_free);
+    for (const auto& l : scenarios)
+      if (auto why = alone.refusal_alone(l.scenario.name, estimate_run_cost(l.scenario)))
+        throw MemoryRefused(*why);
+  } else if (isolated) {
+    // Before anything of a scenario is allocated: host memory and the budget here, a worker's
+    // device in the worker.
+    refuse_what_does_not_fit(scenarios, memory_limits(opts, nullptr));
+  }
   std::unique_ptr<Device> device = isolated ? nullptr : make_device_for(opts, scenarios);
   if (device) refuse_what_does_not_fit(scenarios, memory_limits(opts, device.get()));
   // Each library's digest, once for all its scenarios (a GPU backend can be hundreds of MB); if
@@ -779,119 +1000,139 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   nlohmann::json settings = nlohmann::json::array();
   for (const FieldSetting& f : opts.settings)
     settings.push_back({{"pointer", f.pointer}, {"value", nlohmann::json::parse(f.value_json)}});
-  size_t written = 0;  // result files
+  size_t written = 0;    // result files
   size_t baselined = 0;  // --update-baseline files
-  size_t i = 0;        // the scenario running; after the loop, how many ran
+  size_t reported = 0;   // scenarios whose result is in
+  std::vector<char> finished(scenarios.size(), 0);
+  size_t current = 0;  // the scenario being started or finished: the one a thrown failure is about
+
+  // One scenario's result, as it comes in (under -j in the order the scenarios end): stamped,
+  // written, counted, printed whole.
+  const RecordRun record_run = [&](size_t k, ScenarioReport& rep, const RunStamp& stamp) {
+    // What ran is no longer needed: a long run holds one scenario's result at a time.
+    scenarios[k].scenario = Scenario{};
+    rep.doc["command_line"] = command_line();
+    if (!settings.empty()) rep.doc["settings"] = settings;
+    if (!stamp.scenario_sha256.empty()) rep.doc["scenario_sha256"] = stamp.scenario_sha256;
+    rep.doc["started_at"] = stamp.started_at;
+
+    if (!opts.no_out) {
+      std::error_code ec;
+      fs::create_directories(files[k].parent_path(), ec);
+      if (ec)
+        throw WriteError(fmt::format("cannot create result folder {}: {}",
+                                     files[k].parent_path().string(), ec.message()));
+      atomic_write(files[k], dump_result(rep.doc));
+      spdlog::debug("wrote {}", files[k].string());
+      ++written;
+    }
+    if (opts.update_baseline) {
+      std::error_code ec;
+      fs::create_directories(baseline_files[k].parent_path(), ec);
+      atomic_write(baseline_files[k], dump_result(rep.doc));
+      ++baselined;
+    }
+    if (!opts.baseline.empty() && !opts.update_baseline) records.push_back(record_of(rep.doc));
+    summary.add(rep.doc);
+    junit.cases.push_back(junit_case(rep.doc, scenarios[k].path));
+
+    if (opts.json) {
+      json.add(rep.doc);
+    } else {
+      if (reported > 0) std::cout << '\n';
+      std::cout << rep.table;
+    }
+    // Each scenario's output whole as it ends: a CI log cut by a kill or timeout keeps every
+    // scenario that finished (stdout to a file is fully buffered).
+    std::cout.flush();
+    ++reported;
+    finished[k] = 1;
+    if (rep.error && rep.doc["error"]["kind"] == "timeout") {
+      // Too slow is bad too (bisect: bad), whatever the scenario expects.
+      spdlog::error("{}: {} (exit 1); the run goes on", rep.name,
+                    rep.doc["error"]["message"].get<std::string>());
+      status = worse_status(status, kExitMismatch);
+    } else if (rep.error) {
+      // A crash is a regression of the backend, whatever the scenario expects (bisect: bad).
+      spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
+      spdlog::error("  the backend failed: a regression of the backend (exit 1){}",
+                    rep.doc["error"]["kind"] == "crash"
+                        ? "; --backend-sync pins an asynchronous fault on the op that caused it"
+                        : "");
+      status = worse_status(status, kExitMismatch);
+    } else if (!rep.meets_expectation) {
+      warn_mismatch(rep.name, rep.expected, rep.doc,
+                    rep.doc.value("coverage_gaps", nlohmann::json()));
+      status = worse_status(status, kExitMismatch);
+    }
+  };
+  // --exitfirst: whether the run ends here, after a scenario that missed its expectation.
+  const std::function<bool()> exit_first = [&] {
+    if (!opts.exit_first || status == kExitOk || reported == scenarios.size()) return false;
+    spdlog::warn("stopping the run at the first scenario that missed its expectation "
+                 "(--exitfirst): {} scenario run(s) not run",
+                 scenarios.size() - reported);
+    return true;
+  };
+
+  std::optional<size_t> stopped_at;  // the scenario the run could not go on at
   try {
-    for (; i < scenarios.size(); ++i) {
-      Scenario& s = scenarios[i].scenario;
-      const bool fail_fast =
-          opts.fail_fast || (scenarios[i].entry && scenarios[i].entry->fail_fast);
-      if (deadline.passed())  // before building the next engine, which can take a while itself
-        throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of {} "
-                                           "scenario(s) done",
-                                           deadline.seconds, s.name, i, scenarios.size()));
-      // How this result was made, whatever becomes of the run (an error result too).
-      const std::string started_at = utc_timestamp();
-      std::string scenario_sha256;
-      try {
-        scenario_sha256 = sha256_file(scenarios[i].path);
-      } catch (const std::exception&) {  // read once already; gone since: the result says so
-      }
-      ScenarioReport rep;
-      const Deadline until = scenario_deadline(deadline, opts.timeout_per_scenario);
-      const auto scenario_t0 = std::chrono::steady_clock::now();
-      try {
-        if (isolated) {
-          const BackendOptions& b = backends[i];
-          rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path), until,
-                             fail_fast, style);
-        } else {
-          spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
-                       device->name(), s.workload.epochs, s.workload.num_requests);
-          rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, until, fail_fast),
-                          style);
+    if (parallel) {
+      RunAdmission admission(opts.jobs, memory_limits(opts, nullptr), gpu_free);
+      run_at_once({.opts = opts,
+                   .scenarios = scenarios,
+                   .backends = backends,
+                   .backend_sha256 = backend_sha256,
+                   .gpu_ordinals = gpu_ordinals,
+                   .deadline = deadline,
+                   .style = style},
+                  admission, record_run, exit_first, current);
+    } else {
+      for (size_t i = 0; i < scenarios.size(); ++i) {
+        current = i;
+        Scenario& s = scenarios[i].scenario;
+        const bool fail_fast =
+            opts.fail_fast || (scenarios[i].entry && scenarios[i].entry->fail_fast);
+        if (deadline.passed())  // before building the next engine, which can take a while itself
+          throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of "
+                                             "{} scenario(s) done",
+                                             deadline.seconds, s.name, i, scenarios.size()));
+        // How this result was made, whatever becomes of the run (an error result too).
+        const RunStamp stamp = stamp_of(scenarios[i]);
+        ScenarioReport rep;
+        const Deadline until = scenario_deadline(deadline, opts.timeout_per_scenario);
+        const auto scenario_t0 = std::chrono::steady_clock::now();
+        try {
+          if (isolated) {
+            const BackendOptions& b = backends[i];
+            rep = run_isolated(s, opts, b, b.path.empty() ? "" : backend_sha256.at(b.path),
+                               until, fail_fast, style);
+          } else {
+            spdlog::info("running {} on {}: {} epoch(s), {} request(s) each", s.name,
+                         device->name(), s.workload.epochs, s.workload.num_requests);
+            rep = report_of(run_one(s, *device, nullptr, opts, opts.backend, until, fail_fast),
+                            style);
+          }
+        } catch (...) {
+          rep = timeout_or_rethrow(s, device ? device->name() : to_string(opts.device), until,
+                                   seconds_since(scenario_t0), style);
         }
-      } catch (...) {
-        // Stopped at its own time limit: an error verdict, and the run goes on.
-        if (!until.per_scenario || !until.passed()) throw;
-        rep = report_of(timeout_result(s, device ? device->name() : to_string(opts.device),
-                                       until, seconds_since(scenario_t0)),
-                        style);
-      }
-      // What ran is no longer needed: a long run holds one scenario's result at a time.
-      s = Scenario{};
-      rep.doc["command_line"] = command_line();
-      if (!settings.empty()) rep.doc["settings"] = settings;
-      if (!scenario_sha256.empty()) rep.doc["scenario_sha256"] = scenario_sha256;
-      rep.doc["started_at"] = started_at;
-
-      if (!opts.no_out) {
-        std::error_code ec;
-        fs::create_directories(files[i].parent_path(), ec);
-        if (ec)
-          throw WriteError(fmt::format("cannot create result folder {}: {}",
-                                       files[i].parent_path().string(), ec.message()));
-        atomic_write(files[i], dump_result(rep.doc));
-        spdlog::debug("wrote {}", files[i].string());
-        ++written;
-      }
-      if (opts.update_baseline) {
-        std::error_code ec;
-        fs::create_directories(baseline_files[i].parent_path(), ec);
-        atomic_write(baseline_files[i], dump_result(rep.doc));
-        ++baselined;
-      }
-      if (!opts.baseline.empty() && !opts.update_baseline) records.push_back(record_of(rep.doc));
-      summary.add(rep.doc);
-      junit.cases.push_back(junit_case(rep.doc, scenarios[i].path));
-
-      if (opts.json) {
-        json.add(rep.doc);
-      } else {
-        if (i > 0) std::cout << '\n';
-        std::cout << rep.table;
-      }
-      // Each scenario's output whole as it ends: a CI log cut by a kill or timeout keeps every
-      // scenario that finished (stdout to a file is fully buffered).
-      std::cout.flush();
-      if (rep.error && rep.doc["error"]["kind"] == "timeout") {
-        // Too slow is bad too (bisect: bad), whatever the scenario expects.
-        spdlog::error("{}: {} (exit 1); the run goes on", rep.name,
-                      rep.doc["error"]["message"].get<std::string>());
-        status = worse_status(status, kExitMismatch);
-      } else if (rep.error) {
-        // A crash is a regression of the backend, whatever the scenario expects (bisect: bad).
-        spdlog::error("{}: {}", rep.name, rep.doc["error"]["message"].get<std::string>());
-        spdlog::error("  the backend failed: a regression of the backend (exit 1){}",
-                      rep.doc["error"]["kind"] == "crash"
-                          ? "; --backend-sync pins an asynchronous fault on the op that caused it"
-                          : "");
-        status = worse_status(status, kExitMismatch);
-      } else if (!rep.meets_expectation) {
-        warn_mismatch(rep.name, rep.expected, rep.doc,
-                      rep.doc.value("coverage_gaps", nlohmann::json()));
-        status = worse_status(status, kExitMismatch);
-      }
-      if (opts.exit_first && status != kExitOk && i + 1 < scenarios.size()) {
-        spdlog::warn("stopping the run at the first scenario that missed its expectation "
-                     "(--exitfirst): {} scenario run(s) after it not run",
-                     scenarios.size() - i - 1);
-        ++i;
-        break;
+        record_run(i, rep, stamp);
+        if (exit_first()) break;
       }
     }
   } catch (...) {
-    if (i < scenarios.size())
-      junit.cases.push_back({.name = names[i],
-                             .classname = junit_classname(scenarios[i].path),
+    if (current < scenarios.size()) {
+      stopped_at = current;
+      junit.cases.push_back({.name = names[current],
+                             .classname = junit_classname(scenarios[current].path),
                              .seconds = 0.0,
                              .kind = JunitKind::error,
                              .type = "cannot_run",
                              .message = current_exception_text(),
                              .detail = "the run could not go on: see kvcheck's stderr"});
+    }
     ++summary.could_not_run;
-    ++i;
     const int failure = status_of_run_failure();
     if (status == kExitMismatch && failure == kExitCannotRun)
       spdlog::error("the run stopped early, after a scenario that did not meet its expectation: "
@@ -899,7 +1140,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
     status = worse_status(status, failure);
   }
   json.close();
-  summary.not_run = static_cast<int64_t>(scenarios.size() - std::min(i, scenarios.size()));
+  summary.not_run = static_cast<int64_t>(scenarios.size() - reported - (stopped_at ? 1 : 0));
   summary.seconds = seconds_since(t0);
   std::ostream& closing = opts.json ? std::cerr : std::cout;
   print_summary(summary, closing);
@@ -916,7 +1157,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
     closing << fmt::format("results: {} file{} in {}\n", written, written == 1 ? "" : "s",
                            opts.out_dir);
   if (!opts.junit_path.empty()) {
-    for (size_t k = i; k < scenarios.size(); ++k)
+    for (size_t k = 0; k < scenarios.size(); ++k) {
+      if (finished[k] || k == stopped_at) continue;
       junit.cases.push_back({.name = names[k],
                              .classname = junit_classname(scenarios[k].path),
                              .seconds = 0.0,
@@ -926,6 +1168,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                                             ? "not run: --exitfirst ended the run at a miss"
                                             : "not run: the run stopped before it",
                              .detail = ""});
+    }
     junit.seconds = summary.seconds;
     try {
       atomic_write(opts.junit_path, junit_xml(junit));

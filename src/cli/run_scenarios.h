@@ -77,6 +77,9 @@ struct RunOptions {
   std::string baseline;
   double baseline_factor = 2.0;
   bool update_baseline = false;
+  // -j/--jobs: how many scenarios run at once, each in a worker process (cli/run_admission.h
+  // says when the next may start, and on which GPU); 1: one after the other.
+  int32_t jobs = 1;
   // --junit: also write the run as a JUnit XML report there (report/junit.h); empty: none.
   std::string junit_path;
 };

@@ -13,7 +13,7 @@ namespace {
 
 char g_temp_path[PATH_MAX];
 volatile sig_atomic_t g_have_temp = 0;
-volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_children[kMaxRunningChildren] = {};  // 0: a free slot
 
 void write_stderr(const char* text) {
   const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
@@ -21,7 +21,8 @@ void write_stderr(const char* text) {
 }
 
 extern "C" void on_interrupt(int sig) {
-  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), SIGKILL);
+  for (const auto& child : g_children)
+    if (child > 0) ::kill(static_cast<pid_t>(child), SIGKILL);
   if (g_have_temp) ::unlink(g_temp_path);
   switch (sig) {
     case SIGINT: write_stderr("\nkvcheck: interrupted (SIGINT)\n"); break;
@@ -60,7 +61,7 @@ void install_interrupt_handlers() {
 
 void reset_interrupt_handlers() {
   g_have_temp = 0;
-  g_child = 0;
+  for (auto& child : g_children) child = 0;
   for (const int sig : kInterrupts) set_handler(sig, SIG_DFL);
 }
 
@@ -76,6 +77,19 @@ void set_pending_temp_file(const char* path) {
 
 void clear_pending_temp_file() { g_have_temp = 0; }
 
-void set_running_child(pid_t pid) { g_child = pid; }
+bool add_running_child(pid_t pid) {
+  for (auto& child : g_children) {
+    if (child == 0) {
+      child = pid;
+      return true;
+    }
+  }
+  return false;
+}
+
+void remove_running_child(pid_t pid) {
+  for (auto& child : g_children)
+    if (child == pid) child = 0;
+}
 
 }  // namespace kv

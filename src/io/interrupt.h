@@ -26,7 +26,11 @@ void reset_interrupt_handlers();
 void set_pending_temp_file(const char* path);
 void clear_pending_temp_file();
 
-// The worker process running now, killed on an interrupt; 0 when none.
-void set_running_child(pid_t pid);
+// The worker processes running now (`run -j N` runs several), killed on an interrupt. At most
+// kMaxRunningChildren are remembered; add returns false for one more (the caller refuses to start
+// it).
+inline constexpr int kMaxRunningChildren = 256;
+bool add_running_child(pid_t pid);
+void remove_running_child(pid_t pid);
 
 }  // namespace kv

@@ -110,9 +110,10 @@ std::string signal_name(int signal) {
   }
 }
 
-WorkerOutcome run_in_worker(const std::function<std::string()>& work,
-                            const ProgressRecord& record, std::chrono::seconds call_timeout,
-                            std::optional<std::chrono::steady_clock::time_point> deadline) {
+WorkerProcess::WorkerProcess(const std::function<std::string()>& work,
+                             const ProgressRecord& record, std::chrono::seconds call_timeout,
+                             std::optional<std::chrono::steady_clock::time_point> deadline)
+    : record_(record), call_timeout_(call_timeout), deadline_(deadline) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(std::string("cannot start a worker (pipe): ") + std::strerror(errno));
@@ -138,51 +139,86 @@ WorkerOutcome run_in_worker(const std::function<std::string()>& work,
     ::close(fds[0]);
     worker_main(fds[1], work);
   }
-  set_running_child(pid);  // an interrupt of the parent kills it
+  pid_ = pid;
+  (void)add_running_child(pid);  // an interrupt of the parent kills it (-j is at most 64)
+  // The parent keeps the read end only: the pipe ends when the worker does. (A worker forked
+  // later inherits this read end, which does not keep the pipe open; no write end stays here.)
   ::close(fds[1]);
+  fd_ = fds[0];
+}
 
-  std::string bytes;
-  bool open = true, hung = false, stopped = false;
-  int status = 0;
-  const double limit = static_cast<double>(call_timeout.count());
-  for (;;) {
-    pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
-    const int ready = ::poll(&p, open ? 1 : 0, kPollMs);
-    if (ready > 0 && open) open = read_some(fds[0], bytes);
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    hung = record.call_seconds() > limit;
-    stopped = deadline && std::chrono::steady_clock::now() >= *deadline + kStopGrace;
-    if (hung || stopped) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
+WorkerProcess::~WorkerProcess() {
+  if (!done_) finish(true);
+}
+
+bool WorkerProcess::poll(std::chrono::milliseconds wait) {
+  if (done_) return true;
+  pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+  const int ready = ::poll(&p, open_ ? 1 : 0, static_cast<int>(wait.count()));
+  if (ready > 0 && open_) open_ = read_some(fd_, bytes_);
+  const pid_t ended = ::waitpid(pid_, &status_, WNOHANG);
+  if (ended == pid_) {
+    finish(false);
+    return true;
+  }
+  hung_ = record_.call_seconds() > static_cast<double>(call_timeout_.count());
+  stopped_ = deadline_ && std::chrono::steady_clock::now() >= *deadline_ + kStopGrace;
+  if (hung_ || stopped_) {
+    finish(true);
+    return true;
+  }
+  return false;
+}
+
+void WorkerProcess::finish(bool killed) {
+  if (killed) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
     }
   }
   // The worker is gone: what it wrote is all in the pipe (unless a process it started keeps the
   // pipe open: then what has arrived is all there is).
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  while (open && read_some(fds[0], bytes)) {
+  ::fcntl(fd_, F_SETFL, O_NONBLOCK);
+  while (open_ && read_some(fd_, bytes_)) {
   }
-  ::close(fds[0]);
-  set_running_child(0);
+  ::close(fd_);
+  open_ = false;
+  remove_running_child(pid_);
+  done_ = true;
+}
 
+WorkerOutcome WorkerProcess::outcome() const {
   WorkerOutcome out;
-  if (hung) {
+  if (hung_) {
     out.kind = WorkerOutcome::Kind::hung;
-  } else if (stopped) {
+  } else if (stopped_) {
     out.kind = WorkerOutcome::Kind::stopped;
-  } else if (WIFSIGNALED(status)) {
+  } else if (WIFSIGNALED(status_)) {
     out.kind = WorkerOutcome::Kind::crashed;
-    out.signal = WTERMSIG(status);
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && unframe(bytes, out.message)) {
+    out.signal = WTERMSIG(status_);
+  } else if (WIFEXITED(status_) && WEXITSTATUS(status_) == 0 && unframe(bytes_, out.message)) {
     out.kind = WorkerOutcome::Kind::finished;
   } else {
     out.kind = WorkerOutcome::Kind::exited;
-    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    out.exit_code = WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
   }
   return out;
+}
+
+void wait_for_any(const std::vector<WorkerProcess*>& workers, std::chrono::milliseconds wait) {
+  std::vector<pollfd> fds;
+  for (const WorkerProcess* w : workers)
+    if (w && w->pipe_fd() >= 0) fds.push_back({.fd = w->pipe_fd(), .events = POLLIN, .revents = 0});
+  ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+}
+
+WorkerOutcome run_in_worker(const std::function<std::string()>& work,
+                            const ProgressRecord& record, std::chrono::seconds call_timeout,
+                            std::optional<std::chrono::steady_clock::time_point> deadline) {
+  WorkerProcess worker(work, record, call_timeout, deadline);
+  while (!worker.poll(std::chrono::milliseconds(kPollMs))) {
+  }
+  return worker.outcome();
 }
 
 }  // namespace kv

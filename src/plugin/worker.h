@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plugin/progress_record.h"
 
@@ -54,6 +55,47 @@ struct WorkerOutcome {
 // Time a worker past its deadline has to stop itself and report: it notices within milliseconds,
 // then frees what the run allocated (a few tenths of a second for gigabytes).
 inline constexpr std::chrono::milliseconds kStopGrace{1000};
+
+// One worker process, watched without blocking: the constructor forks it, poll() looks at it
+// (reads what it sent, reaps it, kills it at its call timeout or deadline), outcome() says how it
+// ended. `kvcheck run -j N` keeps N of these running at once; run_in_worker keeps one. The
+// destructor kills a worker still running (a run that stops early leaves none behind). Construct
+// it on the main thread (see above). Not copyable: it owns the process and its pipe.
+class WorkerProcess {
+ public:
+  // Forks; throws std::runtime_error when the worker cannot be started (fork, pipe). The record
+  // must outlive the worker (a SharedProgress); `work` runs in the child only.
+  WorkerProcess(const std::function<std::string()>& work, const ProgressRecord& record,
+                std::chrono::seconds call_timeout,
+                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // Waits up to `wait` for the worker's pipe, then looks once: true when the worker has ended
+  // (by itself, or killed here as hung or stopped), after which outcome() holds.
+  bool poll(std::chrono::milliseconds wait);
+  bool done() const { return done_; }
+  WorkerOutcome outcome() const;
+  // The pipe the worker writes to, to wait on several workers at once; -1 once closed.
+  int pipe_fd() const { return open_ ? fd_ : -1; }
+
+ private:
+  void finish(bool killed);  // reaps, drains the pipe, closes it
+
+  const ProgressRecord& record_;
+  std::chrono::seconds call_timeout_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  int pid_ = -1;
+  int fd_ = -1;
+  bool open_ = true, hung_ = false, stopped_ = false, done_ = false;
+  int status_ = 0;
+  std::string bytes_;
+};
+
+// Waits up to `wait` until one of the workers' pipes has something to read (or is closed): a
+// watcher of several workers sleeps here instead of polling each in turn.
+void wait_for_any(const std::vector<WorkerProcess*>& workers, std::chrono::milliseconds wait);
 
 // Runs `work` in a forked worker and waits for it. A backend call (record.in_call()) running
 // longer than `call_timeout` is a hang: the worker is killed (SIGKILL). So is a worker still

@@ -17,8 +17,21 @@
 
 namespace kv {
 
-// Workers for CPU-bound jobs on this machine: one per hardware thread (at least 1).
-inline unsigned default_worker_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+// The most threads one process's CPU-bound jobs may use; 0: no limit. `kvcheck run -j N` sets it
+// to its share of the cores before it forks the N scenario workers, which inherit it, so that N
+// runs at once never ask for more threads than the machine has.
+inline std::atomic<unsigned>& worker_count_limit() {
+  static std::atomic<unsigned> limit{0};
+  return limit;
+}
+
+// Workers for CPU-bound jobs on this machine: one per hardware thread (at least 1), at most
+// worker_count_limit().
+inline unsigned default_worker_count() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned limit = worker_count_limit().load();
+  return limit > 0 ? std::min(cores, limit) : cores;
+}
 
 // Calls job(i) once for every i in [0, n), on at most `max_workers` threads (the calling thread
 // is one of them). Jobs are handed out one at a time, so long and short ones balance. With fewer

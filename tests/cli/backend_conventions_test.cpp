@@ -79,9 +79,21 @@ TEST_F(BackendConventions, AnLseInAnotherBaseThanDeclaredIsCaughtAtTheMerge) {
   EXPECT_TRUE(contains(ops, "merge_states")) << ops;
   EXPECT_TRUE(contains(ops, "varlen_attention")) << ops;
   // No regression is on and a backend is loaded: the hint narrows to an op, not --expect corrupt.
-  EXPECT_TRUE(contains(r.err, "hint: to find the backend op at fault, rerun with --backend-op "
-                              "OP=builtin for the ops behind the failing site (")) << r.err;
+  const std::string lead = "hint: to find the backend op at fault, rerun with --backend-op "
+                           "OP=builtin for the ops behind the failing site that the backend ran (";
+  const size_t at = r.err.find(lead);
+  ASSERT_NE(at, std::string::npos) << r.err;
   EXPECT_FALSE(contains(r.err, "--expect corrupt")) << r.err;
+  // It names exactly the site's ops that the backend ran, in the site's order (not, say, the
+  // engine's linear layers, nor an op the backend left to the built-in device).
+  std::string expected;
+  for (const auto& op : smoke["first_failure"]["ops"])
+    for (const auto& row : smoke["backend"]["ops"])
+      if (row["op"] == op && row["backend_calls"].get<int64_t>() > 0)
+        expected += (expected.empty() ? "" : ", ") + op.get<std::string>();
+  ASSERT_FALSE(expected.empty());
+  const size_t from = at + lead.size();
+  EXPECT_EQ(r.err.substr(from, r.err.find(')', from) - from), expected) << r.err;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace kv {
 namespace {
@@ -98,6 +99,56 @@ TEST(Worker, AFinishedWorkersMessageArrives) {
                                           std::chrono::seconds(60));
   EXPECT_EQ(out.kind, WorkerOutcome::Kind::finished);
   EXPECT_EQ(out.message, "done");
+}
+
+// Several workers watched at once (`run -j N`): each one's message arrives whole, also one far
+// larger than a pipe's buffer, whichever ends first; a crash is that worker's outcome only.
+TEST(Worker, SeveralAtOnceEachEndsWithItsOwnOutcome) {
+  SharedProgress a, b, c;
+  const std::string big(1 << 20, 'x');  // 16 pipe buffers: read while the others run
+  WorkerProcess slow([] { ::usleep(300000); return std::string("slow"); }, a.record(),
+                     std::chrono::seconds(60));
+  WorkerProcess large([&] { return big; }, b.record(), std::chrono::seconds(60));
+  WorkerProcess crash([]() -> std::string { ::raise(SIGSEGV); return ""; }, c.record(),
+                      std::chrono::seconds(60));
+  std::vector<WorkerProcess*> all{&slow, &large, &crash};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until &&
+         !(slow.done() && large.done() && crash.done())) {
+    wait_for_any(all, std::chrono::milliseconds(50));
+    for (WorkerProcess* w : all) w->poll(std::chrono::milliseconds(0));
+  }
+  ASSERT_TRUE(slow.done() && large.done() && crash.done());
+  EXPECT_EQ(slow.outcome().message, "slow");
+  EXPECT_EQ(large.outcome().kind, WorkerOutcome::Kind::finished);
+  EXPECT_EQ(large.outcome().message.size(), big.size());
+  EXPECT_EQ(crash.outcome().kind, WorkerOutcome::Kind::crashed);
+  EXPECT_EQ(crash.outcome().signal, SIGSEGV);
+}
+
+// A worker still running when its watcher lets go of it (a run stopped early) is killed, not
+// left behind.
+TEST(Worker, OneLetGoOfWhileRunningIsKilled) {
+  SharedProgress shared;
+  pid_t pid = 0;
+  int said[2];
+  ASSERT_EQ(::pipe(said), 0);
+  {
+    WorkerProcess w(
+        [&]() -> std::string {
+          const pid_t me = ::getpid();
+          (void)!::write(said[1], &me, sizeof me);
+          ::pause();
+          return "";
+        },
+        shared.record(), std::chrono::seconds(60));
+    ASSERT_EQ(::read(said[0], &pid, sizeof pid), static_cast<ssize_t>(sizeof pid));
+    EXPECT_FALSE(w.poll(std::chrono::milliseconds(0)));
+  }
+  ::close(said[0]);
+  ::close(said[1]);
+  // Reaped by the destructor: no such process any more.
+  EXPECT_NE(::kill(pid, 0), 0) << "worker " << pid << " outlived its WorkerProcess";
 }
 
 }  // namespace

@@ -58,5 +58,16 @@ TEST(ParallelFor, RethrowsTheFirstFailingJobsExceptionAfterAllFinish) {
   EXPECT_EQ(done.load(), 48) << "the other jobs still ran";
 }
 
+TEST(ParallelFor, TheWorkerCountLimitCapsTheDefault) {
+  // `run -j N` sets it before it forks N workers: each then uses its share of the cores.
+  const unsigned cores = default_worker_count();
+  worker_count_limit() = 1;
+  EXPECT_EQ(default_worker_count(), 1u);
+  worker_count_limit() = cores + 5;  // never above the cores
+  EXPECT_EQ(default_worker_count(), cores);
+  worker_count_limit() = 0;
+  EXPECT_EQ(default_worker_count(), cores);
+}
+
 }  // namespace
 }  // namespace kv
