@@ -6,6 +6,9 @@ own parser: what an editor using scenarios/schema/scenario.schema.json accepts m
   scripts/validate-scenarios.py              every scenarios/**/*.json except scenarios/schema/
   scripts/validate-scenarios.py FILE...      these files
   scripts/validate-scenarios.py --self-test  the check can fail: bad scenarios are refused
+  scripts/validate-scenarios.py --schema scenarios/schema/run.schema.json FILE...
+                                             other documents against another committed schema;
+                                             a relative $ref resolves to the schema file beside it
 
 Exits 0 when every file is valid, 1 naming each invalid file and its errors, 2 on a usage or
 setup problem (no jsonschema module, an unreadable schema). Walks scenarios/ and runs itself
@@ -30,11 +33,29 @@ except ImportError:
     sys.exit(2)
 
 
+def schemas_beside(schema_path):
+    """Every schema in the folder of schema_path, by its $id: what a relative $ref resolves to
+    (run.schema.json's results are result.schema.json documents). Nothing is fetched."""
+    found = {}
+    for path in sorted(schema_path.parent.glob("*.schema.json")):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        if "$id" in schema:
+            found[schema["$id"]] = schema
+    return found
+
+
 def load_validator(schema_path):
     schema = json.loads(schema_path.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)  # a broken schema must not pass every file
-    return cls(schema)
+    store = schemas_beside(schema_path)
+    try:
+        import referencing  # jsonschema 4.18 and later
+    except ImportError:  # Debian 12's python3-jsonschema (4.10): the resolver of its time
+        return cls(schema, resolver=jsonschema.RefResolver.from_schema(schema, store=store))
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(s)) for uri, s in store.items())
+    return cls(schema, registry=registry)
 
 
 def located(error):

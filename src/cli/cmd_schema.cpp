@@ -4,6 +4,7 @@
 //
 //   kvcheck schema scenario > scenarios/schema/scenario.schema.json
 //   kvcheck schema result > scenarios/schema/result.schema.json
+//   kvcheck schema run > scenarios/schema/run.schema.json
 //
 // `kvcheck schema exit-codes` prints the exit-code table (exit_codes.h) as JSON, or the
 // "Exit codes" table of docs/reliability.md with --markdown.
@@ -19,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "report/result_schema.h"
+#include "report/run_schema.h"
 #include "scenario/schema_json.h"
 #include "scenario/schema_markdown.h"
 
@@ -51,6 +53,8 @@ const SchemaKind kKinds[] = {
      scenario_fields_markdown},
     {"result", "Result documents of `kvcheck run` (scenarios/schema/result.schema.json)",
      result_schema_text, nullptr},
+    {"run", "The document of `kvcheck run --json` (scenarios/schema/run.schema.json)",
+     run_schema_text, nullptr},
     {"exit-codes",
      "kvcheck's exit statuses (docs/reliability.md's \"Exit codes\" table with --markdown)",
      exit_codes_json, exit_codes_markdown},

@@ -48,16 +48,8 @@ nlohmann::json json_of(const std::vector<ResultRecord>& records, const RunSummar
                                            : nlohmann::json(nullptr);
     runs.push_back(std::move(row));
   }
-  nlohmann::json out = {
-      {"runs", runs},
-      {"summary",
-       {{"passed", s.passed}, {"failed", s.failed}, {"errors", s.errors},
-        {"seconds", s.seconds}, {"line", summary_line(s)}, {"problems", s.problems}}}};
-  if (baseline)
-    out["baseline"] = {{"compared", baseline->compared},
-                       {"changed", baseline->changed_runs},
-                       {"without", baseline->without},
-                       {"changes", baseline->changes}};
+  nlohmann::json out = {{"runs", runs}, {"summary", to_json(s)}};
+  if (baseline) out["baseline"] = to_json(*baseline);
   return out;
 }
 

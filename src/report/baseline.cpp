@@ -67,4 +67,12 @@ std::string baseline_line(const BaselineComparison& c) {
   return line;
 }
 
+nlohmann::json to_json(const BaselineComparison& c) {
+  return {{"line", baseline_line(c)},
+          {"compared", c.compared},
+          {"changed", c.changed_runs},
+          {"without", c.without},
+          {"changes", c.changes}};
+}
+
 }  // namespace kv

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "report/result_record.h"
 
 namespace kv {
@@ -29,5 +31,9 @@ BaselineComparison compare_with_baseline(const std::vector<ResultRecord>& now,
 
 // "baseline: 40 compared, 2 changed, 1 without a stored result".
 std::string baseline_line(const BaselineComparison& c);
+
+// The comparison as `kvcheck run --json` and `kvcheck summarize --json` write it: baseline_line's
+// text as "line", the counts, and the CHANGED lines.
+nlohmann::json to_json(const BaselineComparison& c);
 
 }  // namespace kv

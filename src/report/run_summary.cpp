@@ -60,6 +60,12 @@ std::string summary_line(const RunSummary& s) {
   return line + " in " + format_elapsed(s.seconds);
 }
 
+nlohmann::json to_json(const RunSummary& s) {
+  return {{"passed", s.passed},   {"failed", s.failed},   {"could_not_run", s.could_not_run},
+          {"errors", s.errors},   {"not_run", s.not_run}, {"seconds", s.seconds},
+          {"line", summary_line(s)}, {"problems", s.problems}};
+}
+
 std::string problem_line(const nlohmann::json& r) {
   if (outcome_of(r) == ScenarioOutcome::error) {
     const auto err = r.find("error");

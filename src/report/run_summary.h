@@ -41,6 +41,10 @@ std::string summary_line(const RunSummary& s);
 // "ERROR name (path, seed 7): <the error's message>".
 std::string problem_line(const nlohmann::json& result);
 
+// The summary as `kvcheck run --json` and `kvcheck summarize --json` write it: the counts, the
+// seconds, summary_line's text as "line" and the problem lines (run_schema.cpp describes it).
+nlohmann::json to_json(const RunSummary& s);
+
 // 0.4s, 12.3s, 3m12s, 1h02m05s.
 std::string format_elapsed(double seconds);
 
