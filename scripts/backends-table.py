@@ -52,7 +52,7 @@ def run(kvcheck, scenario, out_dir, plugin, extra, clean=True):
         cmd += ["--backend", path] + (["--backend-option", options] if options else [])
     p = kv.run(cmd + extra)
     row = {"exit": p.code}
-    doc = p.document()
+    doc = p.result()
     if doc is None:
         reason = [l for l in p.stderr.splitlines() if "cannot run" in l or "error" in l]
         text = reason[0] if reason else " ".join(p.stderr.split())[-200:]

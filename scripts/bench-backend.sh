@@ -26,7 +26,7 @@ out, runs, scenario = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 def per_step(kind):
     vals = []
     for i in range(1, runs + 1):
-        d = json.loads((out / f"{kind}-{i}.json").read_text())
+        d = json.loads((out / f"{kind}-{i}.json").read_text())["results"][0]  # `run --json`
         steps = sum(e["steps"] for e in d["epochs"])
         vals.append(sum(e["forward_seconds"] for e in d["epochs"]) / steps)
     return vals

@@ -23,7 +23,8 @@ fi
 
 failed=0
 runs=()
-# one NAME SCENARIO DEVICE [ARGS...]: run kvcheck, keep its JSON as OUTDIR/NAME.json.
+# one NAME SCENARIO DEVICE [ARGS...]: run kvcheck, keep its --json document (kvcheck.run/1) as
+# OUTDIR/NAME.json.
 one() {
   local name=$1 scenario=$2 device=$3
   shift 3

@@ -25,7 +25,7 @@ trap 'rm -rf "$runs"' EXIT
     python3 - "$f" "$runs/result.json" "$start" "$end" "$repo" <<'PY'
 import json, os, sys
 f, res, start, end, repo = sys.argv[1:]
-d = json.load(open(res))
+d = json.load(open(res))["results"][0]  # `run --json`'s document holds the one result
 tokens = sum(e["tokens"] for e in d["epochs"])
 blocks = sum(e["blocks_allocated"] for e in d["epochs"])
 secs = sum(e["seconds"] for e in d["epochs"]) or 1e-9

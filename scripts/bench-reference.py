@@ -18,7 +18,6 @@ the reference mode used (checks.reference "auto" resolved) and the GPU reference
 --extra adds arguments to every run (e.g. "--epochs 1"). Runs kvcheck through
 scripts/kvcheck_lib.py."""
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -34,7 +33,7 @@ def run(a, out, scenario, ref, serial):
     p = kv.run_scenario(a.kvcheck, scenario, out, args)
     if p.code >= kv.BAD_INPUT:
         return None, f"exit {p.code}: {p.stderr.strip()[:200]}"
-    return json.loads(p.stdout), None
+    return p.result(), None
 
 
 def main():

@@ -91,7 +91,7 @@ def run_one(kvcheck, path, seed, device, backend, out_dir, reference_device=None
     p = kv.run_scenario(kvcheck, path, out_dir, args)
     if p.code == kv.CANNOT_RUN:
         return {"exit": kv.CANNOT_RUN}
-    doc = p.document()
+    doc = p.result()
     if doc is None:
         return {"exit": p.code, "error": p.stderr.strip()[-300:]}
     def largest(key):

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """e2e-table.py OUTDIR RESULT.json... — the end-to-end table of scripts/bench-e2e.sh.
 
-Per run (a kvcheck.result JSON document): device, steps, tokens, wall seconds of the epochs, steps
-and tokens per second, the shares of the wall time spent in the model's steps on the device
-(forward) and in the reference and checks (check), the reference mode and the peak of cached
-tokens. Files that are missing or not JSON (a run that failed) are listed as such. Reads the
-results with scripts/kvcheck_lib.py.
+Per run (`kvcheck run --json`'s kvcheck.run/1 document, its first result): device, steps, tokens,
+wall seconds of the epochs, steps and tokens per second, the shares of the wall time spent in the
+model's steps on the device (forward) and in the reference and checks (check), the reference mode
+and the peak of cached tokens. Files that are missing, not JSON or without a result (a run that
+failed) are listed as such. Reads the results with scripts/kvcheck_lib.py.
 """
 import json
 import pathlib
@@ -16,11 +16,12 @@ import kvcheck_lib as kv
 
 def row(path):
     try:
-        doc = json.loads(path.read_text())
+        docs = kv.results_of(json.loads(path.read_text()))
     except (OSError, ValueError) as e:
         return f"| {path.stem} | - | run failed: {type(e).__name__} (see {path.stem}.log) |" + " - |" * 10
-    if isinstance(doc, list):  # --json prints a list when several scenarios ran
-        doc = doc[0]
+    if not docs:  # `run --json`'s document holds no result: the run stopped before it ended
+        return f"| {path.stem} | - | run failed: no result (see {path.stem}.log) |" + " - |" * 10
+    doc = docs[0]
     ep = doc["epochs"]
     steps = kv.epoch_sum(doc, "steps")
     tokens = kv.epoch_sum(doc, "tokens")

@@ -1,7 +1,7 @@
 """kvcheck_lib.py — what the Python scripts share about kvcheck: where the repository and the
 binary are, kvcheck's exit statuses, running a command with a timeout (exit status, stdout,
-stderr, seconds; the peak memory of the child on request), reading result documents (from stdout
-or from an --out folder) and walking scenarios/.
+stderr, seconds; the peak memory of the child on request), reading result documents (from `run
+--json`'s document on stdout, or from an --out folder) and walking scenarios/.
 
 Which scenarios make "the suite" is not defined here: each script keeps its own list until the
 suite file (a later issue) defines one. Python 3.11 standard library only. A script in scripts/
@@ -35,6 +35,9 @@ BISECT_SKIP = 125
 
 TIMEOUT = "timeout"  # Run.code of a command killed at its timeout
 
+# What `kvcheck run --json` prints (src/report/run_schema.h): one document, results and summary.
+RUN_SCHEMA = "kvcheck.run/1"
+
 
 def default_kvcheck(build="build"):
     """The kvcheck binary of a build folder of the repository (scripts/build.sh's: build/)."""
@@ -61,12 +64,36 @@ class Run:
     peak_rss_bytes: int = 0  # run(..., peak_rss=True) only: the child's peak resident memory
 
     def document(self):
-        """The JSON that stdout holds (`--json`: one result document, or a list of them for
-        several scenarios), or None when stdout is not JSON (the run ended before writing)."""
+        """The JSON that stdout holds (`run --json`: one "kvcheck.run/1" document, results and
+        summary), or None when stdout is not JSON (the run ended before writing)."""
         try:
             return json.loads(self.stdout)
         except ValueError:
             return None
+
+    def results(self):
+        """The result documents of `run --json`, in run order (results_of() of document())."""
+        return results_of(self.document())
+
+    def result(self):
+        """The one result document of a `run --json` of one scenario; None when the run wrote
+        none (bad input, cannot run, a crash). More than one is a ValueError: the caller meant
+        results()."""
+        docs = self.results()
+        if not docs:
+            return None
+        if len(docs) > 1:
+            raise ValueError(f"{len(docs)} result documents where one was expected: "
+                             f"{' '.join(self.cmd)}")
+        return docs[0]
+
+    def summary(self):
+        """The summary of `run --json` (counts, line, problems, baseline, exit_code); None when
+        stdout holds no run document."""
+        doc = self.document()
+        if isinstance(doc, dict) and doc.get("schema") == RUN_SCHEMA:
+            return doc["summary"]
+        return None
 
 
 # A fresh interpreter between us and the command: its RUSAGE_CHILDREN peak is the command's
@@ -129,7 +156,7 @@ def run_kvcheck(kvcheck, args, **kw):
 
 def run_scenario(kvcheck, scenario, out_dir, args=(), **kw):
     """`kvcheck run SCENARIO --json -q --out OUT_DIR ARGS...` through run(): the result
-    document is Run.document() (None when the run wrote none: bad input, cannot run, a crash)."""
+    document is Run.result() (None when the run wrote none: bad input, cannot run, a crash)."""
     return run_kvcheck(kvcheck, ["run", scenario, "--json", "-q", "--out", out_dir, *args], **kw)
 
 
@@ -143,6 +170,20 @@ def describe_exit(code):
 
 
 # ---- result documents -----------------------------------------------------------------------
+
+def results_of(doc):
+    """The result documents of a parsed `run --json` document, in run order ([] when the run
+    stopped before its first); None when it is not one. An earlier kvcheck's (before
+    kvcheck.run/1: one bare result document, or a list of them) reads as its results too, so
+    that runs of two commits compare (compare-results.py, bisecting)."""
+    if isinstance(doc, dict) and doc.get("schema") == RUN_SCHEMA:
+        return doc["results"]
+    if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("kvcheck.result/"):
+        return [doc]
+    if isinstance(doc, list):
+        return doc
+    return None
+
 
 # The result's wall-time figures (report/result_json.cpp): top level and per epoch.
 TIMINGS = ("seconds", "check_seconds", "check_wait_seconds", "reference_seconds",

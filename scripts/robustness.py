@@ -55,7 +55,8 @@ def plugin_cases(k, fatal, ctor, work, tiny):
     # in an op it never calls leaves the run clean (exit 0).
     code, out, _ = run([k, "run", tiny, "--json", "--out", os.path.join(work, "o"), "--backend",
                         fatal], work)
-    called = {o["op"] for o in json.loads(out)["backend"]["ops"] if o["backend_calls"] > 0}
+    called = {o["op"] for o in kv.results_of(json.loads(out))[0]["backend"]["ops"]
+              if o["backend_calls"] > 0}
     for op in OPS:
         for how in HOWS:
             opt = f"{op}={how}"
@@ -214,7 +215,7 @@ def many_files_case(k, work, count):
         out_dir = os.path.join(work, "many-out")
         r = kv.run_kvcheck(k, ["run", "-q", "--out", out_dir, *extra, *paths], cwd=work,
                            timeout=7200, peak_rss=True)
-        docs = r.document() if extra else None
+        docs = r.results() if extra else None
         rc, peak, docs = r.code, r.peak_rss_bytes // 1024, len(docs) if docs else 0
         written = len(os.listdir(out_dir)) if os.path.isdir(out_dir) else 0
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -20,7 +20,7 @@ def run(path, *extra):
         out = kv.run_scenario(kvcheck, path, tmp, ["--device", device, *extra])
     if out.code not in (kv.OK, kv.MISMATCH):
         sys.exit(f"kvcheck failed on {path} {extra}: {out.stderr}")
-    return json.loads(out.stdout)
+    return out.result()
 
 
 def fmt_err(e):

@@ -18,9 +18,10 @@ import kvcheck_lib as kv  # noqa: E402
 
 def run(kvcheck, scenario, out, extra):
     r = kv.run_scenario(kvcheck, scenario, out, extra)
-    if not r.stdout.strip():
+    doc = r.result()
+    if doc is None:
         sys.exit(f"no result document (exit {r.code}): {r.stderr.strip()}")
-    doc = kv.without_timings(json.loads(r.stdout))
+    doc = kv.without_timings(doc)
     backend = doc.pop("backend", None)
     return r.code, doc, backend
 

@@ -181,7 +181,8 @@ Command add_run_command(CLI::App& parent) {
   app->add_flag("--no-out", opts->no_out,
                 "Write no result file (the tables, --json and --junit still report the run)")
       ->excludes(out_opt);
-  app->add_flag("--json", opts->json, "Print the result document(s) on stdout, not the table");
+  app->add_flag("--json", opts->json,
+                "Print one JSON document (kvcheck.run/1: results, summary), not tables");
   app->add_flag("--clean-twins", opts->clean_twins,
                 "Also run each scenario that has regressions on with them off, expecting clean "
                 "(as <name>.clean): the side that judges a backend's ops on its shapes");

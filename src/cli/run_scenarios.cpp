@@ -36,6 +36,7 @@
 #include "cli/plugin_worker.h"
 #include "cli/worker_reply.h"
 #include "cli/reference_choice.h"
+#include "cli/run_document.h"
 #include "cli/result_paths.h"
 #include "cli/run_admission.h"
 #include "cli/run_progress.h"
@@ -685,32 +686,6 @@ ScenarioReport timeout_or_rethrow(const Scenario& s, const std::string& device,
   return report_of(timeout_result(s, device, until, seconds), style);
 }
 
-// Prints result documents on stdout as they come (--json): one run's documents are never all
-// held at once. One scenario prints its document; several print an array, closed also when the
-// run stops early, so that stdout stays one JSON value.
-class JsonStream {
- public:
-  JsonStream(bool on, size_t count) : on_(on), array_(count != 1) {}
-  void add(const nlohmann::json& doc) {
-    if (!on_) return;
-    std::string text = dump_result(doc);  // ends in a newline
-    if (array_) {
-      text.pop_back();
-      std::cout << (added_ ? ",\n" : "[\n") << text;
-    } else {
-      std::cout << text;
-    }
-    added_ = true;
-  }
-  void close() {
-    if (on_ && array_) std::cout << (added_ ? "\n]\n" : "[]\n");
-    on_ = false;
-  }
-
- private:
-  bool on_, array_, added_ = false;
-};
-
 // Inside `catch (...)`: what was thrown, in one line (for the JUnit report).
 std::string current_exception_text() {
   try {
@@ -991,7 +966,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   }
 
   const ConsoleStyle style = console_style_for(std::cout);
-  JsonStream json(opts.json, scenarios.size());
+  RunDocument json(opts.json);  // --json: the opening now, each result as it ends
   int status = kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
   RunSummary summary;
@@ -1139,14 +1114,15 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                     "exit 1 (a mismatch outranks a run that could not finish)");
     status = worse_status(status, failure);
   }
-  json.close();
   summary.not_run = static_cast<int64_t>(scenarios.size() - reported - (stopped_at ? 1 : 0));
   summary.seconds = seconds_since(t0);
   std::ostream& closing = opts.json ? std::cerr : std::cout;
   print_summary(summary, closing);
+  nlohmann::json summary_doc = to_json(summary);  // --json's summary; its exit_code comes last
   if (!opts.baseline.empty() && !opts.update_baseline) {
     const BaselineComparison cmp =
         compare_with_baseline(records, stored, opts.baseline_factor);
+    summary_doc["baseline"] = to_json(cmp);
     closing << baseline_line(cmp) << " (" << opts.baseline << ")\n";
     for (const auto& c : cmp.changes) closing << c << '\n';
     if (cmp.changed()) status = worse_status(status, kExitMismatch);
@@ -1177,6 +1153,8 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       status = worse_status(status, kExitCannotRun);
     }
   }
+  summary_doc["exit_code"] = status;
+  json.close(summary_doc);  // after everything that can change the status
   std::cout.flush();
   return status;
 }

@@ -99,7 +99,7 @@ TEST_F(BackendIsolation, EveryScenarioGetsItsOwnOutcomeAndJsonSaysError) {
   CliRun r = kvcheck("run tiny.json poison.json --json --out out --backend " +
                      test_plugin("crash"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  const json docs = json::parse(r.out);
+  const json docs = run_results(r);
   ASSERT_EQ(docs.size(), 2u) << r.out;
   for (const auto& d : docs) {
     EXPECT_EQ(d["verdict"], "error");

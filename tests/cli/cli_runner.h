@@ -1,5 +1,6 @@
 // cli_runner.h — run the built kvcheck binary (KVCHECK_BINARY) in a private temp folder and
-// capture its exit status, stdout and stderr; plus the small scenarios the CLI tests share.
+// capture its exit status, stdout and stderr; plus the small scenarios the CLI tests share, and
+// readers of `kvcheck run --json`'s stdout.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.h"
 
@@ -104,6 +107,45 @@ class CliTest : public TempDirTest {
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// `kvcheck run --json`'s stdout as the one kvcheck.run/1 document it must be: nothing else on
+// stdout, results an array that the summary counts (each result passed, failed or error), and the
+// summary's exit_code the process's (no --bisect, which maps the process's). A test fails where it
+// is not, and gets null (whose members throw when read).
+inline nlohmann::json run_document(const CliRun& r) {
+  const nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  const bool ok = doc.is_object() && doc.size() == 3 &&
+                  doc.value("schema", "") == "kvcheck.run/1" && doc.contains("results") &&
+                  doc["results"].is_array() && doc.contains("summary") &&
+                  doc["summary"].is_object();
+  if (!ok) {
+    ADD_FAILURE() << "stdout is not one kvcheck.run/1 document:\n" << r.out;
+    return nullptr;
+  }
+  const nlohmann::json& s = doc["summary"];
+  EXPECT_EQ(s.value("exit_code", -1), r.exit_code) << s;
+  EXPECT_EQ(s.value("passed", 0) + s.value("failed", 0) + s.value("errors", 0),
+            static_cast<int64_t>(doc["results"].size()))
+      << s;
+  return doc;
+}
+
+// The result documents of `kvcheck run --json` (run_document's checks), in run order.
+inline nlohmann::json run_results(const CliRun& r) {
+  const nlohmann::json doc = run_document(r);
+  return doc.is_null() ? nullptr : doc["results"];
+}
+
+// The one result document of a `kvcheck run --json` of one scenario run.
+inline nlohmann::json only_result(const CliRun& r) {
+  const nlohmann::json results = run_results(r);
+  if (results.is_null()) return nullptr;
+  if (results.size() != 1) {
+    ADD_FAILURE() << "expected one result, got " << results.size() << ":\n" << r.out;
+    return nullptr;
+  }
+  return results[0];
 }
 
 }  // namespace kv::test

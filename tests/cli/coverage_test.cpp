@@ -90,7 +90,7 @@ TEST_F(Coverage, RegressionScenariosExerciseTheirMechanisms) {
   for (const auto& [name, mechanism] : cases) files += " '" + kRegressions + name + ".json'";
   CliRun r = kvcheck("run" + files + " --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  json docs = json::parse(r.out);
+  const json docs = run_results(r);
   ASSERT_EQ(docs.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     const json& d = docs[i];

@@ -29,7 +29,7 @@ class FailFast : public CliTest {
     const CliRun fast =
         kvcheck("run '" + file + "' " + extra + " --fail-fast --json -q --out fast");
     ASSERT_EQ(fast.exit_code, whole.exit_code) << file << '\n' << fast.err;
-    const json w = json::parse(whole.out), f = json::parse(fast.out);
+    const json w = only_result(whole), f = only_result(fast);
     EXPECT_EQ(w["verdict"], "corrupt") << file;
     EXPECT_EQ(f["verdict"], w["verdict"]) << file;
     EXPECT_EQ(f["meets_expectation"], w["meets_expectation"]) << file;
@@ -66,7 +66,7 @@ TEST_F(FailFast, ACleanRunRunsWhole) {
                               "--json -q --out fast");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   ASSERT_EQ(fast.exit_code, 0) << fast.err;
-  const json w = json::parse(whole.out), f = json::parse(fast.out);
+  const json w = only_result(whole), f = only_result(fast);
   EXPECT_EQ(f["verdict"], "clean");
   EXPECT_FALSE(f["stopped_at_first_failure"].get<bool>());
   EXPECT_EQ(f["epochs"].size(), w["epochs"].size());

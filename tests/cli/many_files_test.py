@@ -10,7 +10,8 @@ Each run must:
   - keep its peak RSS under 200 MB (memory linear in the number of files: before issue 34 the
     options, with every path, were copied once per scenario: 1,000 files 91 MB, 10,000 over 6 GB);
   - have written one result file per scenario it finished, and (--json) printed exactly those
-    documents as one JSON array, closed although the run stopped early.
+    documents as the results of one kvcheck.run/1 document, closed although the run stopped
+    early, whose summary counts them, the one stopped at the deadline and the rest not run.
 A whole 10,000-scenario run (about 12 minutes) is in scripts/robustness.sh, not here. Runs
 kvcheck through scripts/kvcheck_lib.py.
 """
@@ -69,9 +70,16 @@ def main():
         if not written or any(not w.endswith(".json") or w.startswith(".") for w in written):
             fail(f"{label}: result files {written[:5]}...")
         if extra:
-            docs = json.loads(r.stdout)
-            if not isinstance(docs, list) or len(docs) != len(written):
+            doc = r.document()
+            if not isinstance(doc, dict) or doc.get("schema") != kv.RUN_SCHEMA:
+                fail(f"{label}: stdout is not one {kv.RUN_SCHEMA} document: {r.stdout[-2000:]}")
+            docs, summary = r.results(), r.summary()
+            if len(docs) != len(written):
                 fail(f"{label}: {len(docs)} documents on stdout, {len(written)} result files")
+            counts = (summary["passed"], summary["could_not_run"], summary["not_run"],
+                      summary["exit_code"])
+            if counts != (len(docs), 1, COUNT - len(docs) - 1, 3):
+                fail(f"{label}: summary {counts} (passed, could not run, not run, exit code)")
             # Each result is named after its scenario file.
             if sorted(os.path.basename(d["scenario_path"]) for d in docs) != written:
                 fail(f"{label}: the documents are not the scenarios whose files were written")

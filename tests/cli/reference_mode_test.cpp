@@ -39,7 +39,7 @@ TEST_F(ReferenceMode, SampledRunsStillCatchTheSeed000Regressions) {
     CliRun on = kvcheck("run '" + path + "' --reference sampled --sampled-requests 4 --json -q "
                         "--out out");
     ASSERT_EQ(on.exit_code, 0) << file << ": the corruption it expects\n" << on.err;
-    json doc = json::parse(on.out);
+    json doc = only_result(on);
     EXPECT_EQ(doc["verdict"], "corrupt") << file;
     expect_sampled(doc, 4);
     EXPECT_EQ(doc["epochs"][0]["requests"], 24);
@@ -47,7 +47,7 @@ TEST_F(ReferenceMode, SampledRunsStillCatchTheSeed000Regressions) {
     CliRun off = kvcheck("run '" + path + "' --sampled-requests 4 --no-regressions "
                          "--expect clean --json -q --out out");
     ASSERT_EQ(off.exit_code, 0) << file << ": clean without the regression\n" << off.err;
-    doc = json::parse(off.out);
+    doc = only_result(off);
     EXPECT_EQ(doc["verdict"], "clean") << file;
     expect_sampled(doc, 4);
   }
@@ -59,7 +59,7 @@ TEST_F(ReferenceMode, NanInAnUnsampledRequestIsCaught) {
   CliRun r = kvcheck("run '" + kScenarios + "regressions/new-blocks-not-zeroed.json' "
                      "--sampled-requests 1 --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json doc = json::parse(r.out);
+  const json doc = only_result(r);
   expect_sampled(doc, 1);
   const json& f = doc["first_failure"];
   ASSERT_TRUE(f.is_object());
@@ -76,7 +76,7 @@ TEST_F(ReferenceMode, FullIsTheDefaultAndWritesNoSampleSize) {
   for (const char* args : {"", " --reference full"}) {
     CliRun r = kvcheck(std::string("run tiny.json --json -q --out out") + args);
     ASSERT_EQ(r.exit_code, 0) << args << r.err;
-    const json doc = json::parse(r.out);
+    const json doc = only_result(r);
     EXPECT_EQ(doc["reference_mode"], "full") << args;
     EXPECT_FALSE(doc.contains("reference_sampled_requests")) << args;
     for (const json& e : doc["epochs"]) EXPECT_EQ(e["checked_requests"], e["requests"]) << args;
@@ -91,18 +91,18 @@ TEST_F(ReferenceMode, FlagsReplaceTheScenariosSetting) {
   // requests, so both are checked).
   CliRun r = kvcheck("run tiny.json --reference sampled --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_sampled(json::parse(r.out), 8);
+  expect_sampled(only_result(r), 8);
 
   write("one.json", tiny_with_checks(R"({"reference": "sampled", "sampled_requests": 1})"));
   r = kvcheck("run one.json --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_sampled(json::parse(r.out), 1);
+  expect_sampled(only_result(r), 1);
   r = kvcheck("run one.json --sampled-requests 2 --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_sampled(json::parse(r.out), 2);
+  expect_sampled(only_result(r), 2);
   r = kvcheck("run one.json --reference full --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["reference_mode"], "full");
+  EXPECT_EQ(only_result(r)["reference_mode"], "full");
 }
 
 TEST_F(ReferenceMode, TheTableSaysWhatWasSampled) {

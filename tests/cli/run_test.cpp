@@ -91,18 +91,18 @@ TEST_F(RunCommand, SeedAndEpochsOverridesReachTheRun) {
   write("tiny.json", kTinyScenario);
   CliRun r = kvcheck("run tiny.json --seed 99 --epochs 3 --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  json doc = json::parse(r.out);
+  json doc = only_result(r);
   EXPECT_EQ(doc["seed"], 99);
   EXPECT_EQ(doc["epochs"].size(), 3u);
   EXPECT_EQ(doc, json::parse(read_file(dir_ / "out/tiny.json"))) << "stdout = the result file";
 }
 
-TEST_F(RunCommand, JsonWithSeveralFilesPrintsAnArray) {
+TEST_F(RunCommand, JsonWithSeveralFilesPrintsOneDocumentOfTheirResults) {
   write("a.json", kTinyScenario);
   write("b.json", kPoisonScenario);
   CliRun r = kvcheck("run a.json b.json --json --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  json docs = json::parse(r.out);  // nothing but the documents on stdout
+  json docs = run_results(r);  // nothing but the one document on stdout
   ASSERT_TRUE(docs.is_array());
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[0]["scenario"], "tiny");

@@ -25,7 +25,7 @@ TEST_F(SeedScenarios, Seed000IsHealthyOnFreshBlocksAndCollapsesOnRecycledOnes) {
   const std::string file = kSeeds + "000-mla-linear-hybrid-not-zeroed.json";
   CliRun on = kvcheck("run '" + file + "' --json -q --out out");
   ASSERT_EQ(on.exit_code, 0) << on.err;
-  const std::vector<double> f = clean_fractions(json::parse(on.out));
+  const std::vector<double> f = clean_fractions(only_result(on));
   ASSERT_GE(f.size(), 3u);
   EXPECT_EQ(f.front(), 1.0) << "epoch 1 runs on fresh (zeroed) memory";
   for (size_t i = 1; i < f.size(); ++i) EXPECT_LE(f[i], f[i - 1]) << "epoch " << i + 1;
@@ -33,7 +33,7 @@ TEST_F(SeedScenarios, Seed000IsHealthyOnFreshBlocksAndCollapsesOnRecycledOnes) {
 
   CliRun off = kvcheck("run '" + file + "' --no-regressions --expect clean --json --out out");
   ASSERT_EQ(off.exit_code, 0) << off.err;
-  for (double x : clean_fractions(json::parse(off.out))) EXPECT_EQ(x, 1.0);
+  for (double x : clean_fractions(only_result(off))) EXPECT_EQ(x, 1.0);
 }
 
 TEST_F(SeedScenarios, Seed001ZeroInitHidesTheBugAndReportsItsCost) {
@@ -41,7 +41,7 @@ TEST_F(SeedScenarios, Seed001ZeroInitHidesTheBugAndReportsItsCost) {
   CliRun mitigated =
       kvcheck("run '" + file + "' --zero-init-outputs --expect clean --json --out out");
   ASSERT_EQ(mitigated.exit_code, 0) << mitigated.err;
-  const json doc = json::parse(mitigated.out);
+  const json doc = only_result(mitigated);
   EXPECT_EQ(doc["regressions"], json::array({"padded-rows-in-reduction"}));  // still on
   for (const auto& e : doc["epochs"]) {
     EXPECT_GT(e["zero_init_seconds"].get<double>(), 0.0);
@@ -53,7 +53,7 @@ TEST_F(SeedScenarios, Seed001ZeroInitHidesTheBugAndReportsItsCost) {
   CliRun plain = kvcheck("run '" + file + "' --no-regressions --expect clean --json --out out");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   // The document outlives the loop: a range-for over a member of a temporary reads freed memory.
-  const json plain_doc = json::parse(plain.out);
+  const json plain_doc = only_result(plain);
   ASSERT_FALSE(plain_doc["epochs"].empty());
   for (const auto& e : plain_doc["epochs"]) EXPECT_EQ(e["zero_init_seconds"].get<double>(), 0.0);
 }

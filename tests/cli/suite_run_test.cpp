@@ -27,7 +27,7 @@ TEST_F(SuiteRun, AFolderRunsEveryScenarioUnderItSortedAndSkipsSchemas) {
   write_suite();
   CliRun r = kvcheck("run suite --json -q --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json docs = json::parse(r.out);
+  const json docs = run_results(r);
   ASSERT_EQ(docs.size(), 2u) << r.out;
   EXPECT_EQ(docs[0]["scenario"], "tiny");  // suite/a.json before suite/sub/b.json
   EXPECT_EQ(docs[1]["scenario"], "poison");
@@ -136,7 +136,7 @@ TEST_F(SuiteRun, UnderJsonStdoutStaysOneDocumentAndTheSummaryGoesToStderr) {
   write("tiny.json", kTinyScenario);
   CliRun r = kvcheck("run tiny.json --seeds 1-2 --json --out out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out).size(), 2u);
+  EXPECT_EQ(run_results(r).size(), 2u);
   EXPECT_TRUE(contains(r.err, "2 passed, 0 failed, 0 could not run, 0 errors in ")) << r.err;
 }
 
@@ -162,7 +162,7 @@ TEST_F(SuiteRun, SetChangesAFieldOfEveryFileAndTheResultRecordsIt) {
   CliRun r = kvcheck("run tiny.json poison.json --set cache.block_size=3 "
                      "--set /workload/epochs=1 --json -q --no-out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json docs = json::parse(r.out);
+  const json docs = run_results(r);
   ASSERT_EQ(docs.size(), 2u);
   for (const auto& d : docs) {
     EXPECT_EQ(d["epochs"].size(), 1u) << d["scenario"];

@@ -14,7 +14,7 @@ set -uo pipefail
 probe=$1 kvcheck=$2 plugin=$3 scenario=$4 out=$5
 "$probe" >/dev/null 2>&1 || exit 77
 mkdir -p "$out"
-run() {  # run NAME OPTIONS: the result document on stdout, the exit code in $out/NAME.rc
+run() {  # run NAME OPTIONS: the run document (--json) on stdout, the exit code in $out/NAME.rc
   "$kvcheck" run "$scenario" --device cuda --backend "$plugin" --backend-option "$2" \
     --backend-op merge_states=builtin --no-regressions --expect clean --epochs 1 \
     --sampled-requests 2 --out "$out/$1" --json >"$out/$1.json" 2>"$out/$1.log"
@@ -27,10 +27,11 @@ import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 def load(name):
     rc = int((out / f"{name}.rc").read_text())
-    try:
-        doc = json.loads((out / f"{name}.json").read_text())
-    except json.JSONDecodeError:
-        doc = None
+    try:  # `run --json`'s kvcheck.run/1 document: its one result
+        results = json.loads((out / f"{name}.json").read_text())["results"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        results = []
+    doc = results[0] if len(results) == 1 else None
     if doc is None:
         print(f"{name}: exit {rc}, no result document:\n" + (out / f"{name}.log").read_text())
     return rc, doc

@@ -21,7 +21,8 @@ while IFS= read -r f; do
     refused=$((refused + 1))
     continue
   fi
-  calls=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['backend']['backend_calls'])" \
+  calls=$(python3 -c "import json,sys
+print(json.load(open(sys.argv[1]))['results'][0]['backend']['backend_calls'])" \
           "$out/doc.json" 2>/dev/null || echo 0)
   if [ "$rc" -ne 0 ] || [ "$calls" -eq 0 ]; then
     echo "FAIL $name: exit $rc, FlashInfer ran $calls op calls"

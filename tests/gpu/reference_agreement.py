@@ -32,8 +32,7 @@ def run(kvcheck, scenario, out, ref_device, extra):
                         ["--device", "cuda", "--reference-device", ref_device, *extra])
     if p.code >= kv.BAD_INPUT:
         sys.exit(f"FAIL: {' '.join(p.cmd)} exited {p.code}:\n{p.stderr}")
-    doc = json.loads(p.stdout)
-    return p.code, doc
+    return p.code, p.result()
 
 
 def main():

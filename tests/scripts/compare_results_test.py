@@ -133,7 +133,7 @@ class ScriptTest(unittest.TestCase):
                 "import json, subprocess, sys\n"
                 f"r = subprocess.run([{str(KVCHECK)!r}] + sys.argv[1:], stdout=subprocess.PIPE)\n"
                 "doc = json.loads(r.stdout)\n"
-                "doc['epochs'][-1]['tokens'] += 1\n"
+                "doc['results'][0]['epochs'][-1]['tokens'] += 1  # `run --json`'s one result\n"
                 "print(json.dumps(doc))\n"
                 "sys.exit(r.returncode)\n")
             fake.chmod(fake.stat().st_mode | stat.S_IXUSR)

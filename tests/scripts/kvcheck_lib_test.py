@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kvcheck_lib_test.py KVCHECK — scripts/kvcheck_lib.py, helper by helper (ctest
 scripts/kvcheck-lib): running a command (exit status, output, timeout, signal, peak memory), the
-exit statuses against `kvcheck schema exit-codes`, a real run's result document and --out folder,
+exit statuses against `kvcheck schema exit-codes`, a real run's document (results, summary) and
+--out folder, an earlier kvcheck's stdout read alike,
 the result helpers on made-up documents, and the walk over scenarios/."""
 import json
 import math
@@ -50,6 +51,29 @@ class RunTest(unittest.TestCase):
         r = kv.run(["sh", "-c", "echo '[{\"verdict\": \"clean\"}]'"])
         self.assertEqual(r.document(), [{"verdict": "clean"}])
 
+    def test_results_of_a_run_document_and_of_an_earlier_kvchecks_stdout(self):
+        def stdout(doc):
+            return kv.Run(["kvcheck"], 0, json.dumps(doc), "", 0.0)
+        one = {"schema": "kvcheck.result/2", "scenario": "a"}
+        two = {"schema": "kvcheck.result/2", "scenario": "b"}
+        summary = {"passed": 2, "exit_code": 0}
+        run = stdout({"schema": kv.RUN_SCHEMA, "results": [one, two], "summary": summary})
+        self.assertEqual(run.results(), [one, two])
+        self.assertEqual(run.summary(), summary)
+        with self.assertRaises(ValueError):
+            run.result()
+        empty = stdout({"schema": kv.RUN_SCHEMA, "results": [], "summary": summary})
+        self.assertEqual((empty.results(), empty.result()), ([], None))
+        # Before kvcheck.run/1: a bare document for one scenario, a list for several; no summary.
+        self.assertEqual((stdout(one).results(), stdout(one).result()), ([one], one))
+        self.assertEqual(stdout([one, two]).results(), [one, two])
+        self.assertIsNone(stdout(one).summary())
+        for other in ({"schema": "kvcheck.conform/1"}, 7):
+            self.assertIsNone(stdout(other).results())
+        no_json = kv.Run(["kvcheck"], 3, "", "", 0.0)
+        self.assertEqual((no_json.results(), no_json.result(), no_json.summary()),
+                         (None, None, None))
+
     def test_peak_rss(self):
         grow = "b = bytearray(96 << 20); b[::4096] = b'x' * len(b[::4096]); print('ok')"
         r = kv.run([sys.executable, "-c", grow + "; import sys; sys.stderr.write('e'); "
@@ -86,7 +110,11 @@ class KvcheckTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             r = kv.run_scenario(KVCHECK, kv.SCENARIOS / "smoke.json", out, ["--device", "host"])
             self.assertEqual(r.code, kv.OK, r.stderr)
-            doc = r.document()
+            self.assertEqual(r.document()["schema"], kv.RUN_SCHEMA)
+            summary = r.summary()
+            self.assertEqual((summary["passed"], summary["exit_code"]), (1, kv.OK), summary)
+            self.assertEqual(len(r.results()), 1)
+            doc = r.result()
             self.assertEqual((doc["scenario"], doc["verdict"]), ("smoke", "clean"))
             self.assertFalse(kv.misses_expectation(doc))
             self.assertEqual([d["scenario"] for d in kv.read_results(out)], ["smoke"])
@@ -103,6 +131,7 @@ class KvcheckTest(unittest.TestCase):
             r = kv.run_scenario(KVCHECK, os.path.join(out, "missing.json"), out)
         self.assertEqual(r.code, kv.BAD_INPUT)
         self.assertIsNone(r.document())
+        self.assertIsNone(r.result())
 
 
 class ResultHelpersTest(unittest.TestCase):
