@@ -73,6 +73,16 @@ TEST_F(Jobs, AtOnceGivesTheSerialRunsResultsAndCountsEveryRun) {
   EXPECT_TRUE(contains(junit, "failures=\"0\"")) << junit;
 }
 
+TEST_F(Jobs, JsonIsStillOneDocumentWithEveryResult) {
+  write_four();
+  const CliRun r = kvcheck("run a.json b.json p.json q.json -j 4 --json --no-out");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json doc = run_document(r);  // one kvcheck.run/1 document, its counts and exit code
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  EXPECT_EQ(doc["results"].size(), 4u);
+  EXPECT_EQ(doc["summary"]["passed"], 4);
+}
+
 TEST_F(Jobs, ACrashingBackendIsThatScenariosErrorAndTheOthersRun) {
   write("a.json", kTinyScenario);
   std::string crash = kTinyScenario;
