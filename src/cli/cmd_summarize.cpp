@@ -68,10 +68,16 @@ Command add_summarize_command(CLI::App& parent) {
                                   "A Markdown table (a CI job summary, results/)");
   CLI::Option* js = app->add_flag("--json", *json, "Machine-readable output")->excludes(md);
   auto brief = std::make_shared<bool>(false);
-  app->add_flag("--brief", *brief,
-                "Only the summary line and a line per run that did not pass (no table)")
+  CLI::Option* br = app->add_flag(
+      "--brief", *brief, "Only the summary line and a line per run that did not pass (no table)")
       ->excludes(md)
       ->excludes(js);
+  auto epochs = std::make_shared<bool>(false);
+  app->add_flag("--epochs", *epochs,
+                "A row per run and epoch: clean requests, non-finite outputs, largest error, "
+                "time per step (with --markdown: results/seeds.md's table)")
+      ->excludes(js)
+      ->excludes(br);
   auto baseline = std::make_shared<std::string>();
   CLI::Option* base = app->add_option("--baseline", *baseline,
                                       "Compare with these stored results (a folder or file): "
@@ -98,6 +104,10 @@ Command add_summarize_command(CLI::App& parent) {
       std::cout << json_of(now.records, summary, baseline->empty() ? nullptr : &cmp).dump(2)
                 << '\n';
     } else if (*markdown) {
+      if (*epochs) {
+        print_epochs_table(std::cout, now.records, true);
+        std::cout << '\n';
+      }
       print_results_markdown(std::cout, now.records, summary);
       if (!baseline->empty()) {
         std::cout << "\n" << baseline_line(cmp) << "\n";
@@ -105,7 +115,10 @@ Command add_summarize_command(CLI::App& parent) {
         if (cmp.changed()) std::cout << '\n';
       }
     } else {
-      if (!*brief) {
+      if (*epochs) {
+        print_epochs_table(std::cout, now.records, false);
+        std::cout << '\n';
+      } else if (!*brief) {
         print_results_table(std::cout, now.records);
         std::cout << '\n';
       }

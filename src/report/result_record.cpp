@@ -89,6 +89,14 @@ ResultRecord record_of(const nlohmann::json& doc, const std::string& file) {
                                   .site = ff->value("site", std::string())};
   if (const auto epochs = doc.find("epochs"); epochs != doc.end() && epochs->is_array())
     for (const auto& e : *epochs) {
+      if (!e.is_object()) throw std::runtime_error("an \"epochs\" row is not an object");
+      r.epochs.push_back({.epoch = e.value("epoch", int64_t{0}),
+                          .clean_request_fraction = number_or(e, "clean_request_fraction", 0.0),
+                          .nonfinite_outputs = e.value("nonfinite_outputs", int64_t{0}),
+                          .max_rel_error = number_or(e, "max_rel_error", 0.0),
+                          .steps = e.value("steps", int64_t{0}),
+                          .forward_seconds = number_or(e, "forward_seconds", 0.0),
+                          .zero_init_seconds = number_or(e, "zero_init_seconds", 0.0)});
       r.max_rel_error = worse(r.max_rel_error, number_or(e, "max_rel_error", 0.0));
       if (const auto by = e.find("max_rel_error_by_site"); by != e.end() && by->is_object())
         for (const auto& [site, v] : by->items())
@@ -97,6 +105,9 @@ ResultRecord record_of(const nlohmann::json& doc, const std::string& file) {
   if (const auto t = doc.find("tolerances"); t != doc.end() && t->is_object())
     for (const auto& [site, v] : t->items())
       if (v.is_number()) r.site_tolerance[site] = v.get<double>();
+  if (const auto reg = doc.find("regressions"); reg != doc.end() && reg->is_array())
+    for (const auto& name : *reg)
+      if (name.is_string()) r.regressions.push_back(name.get<std::string>());
   r.seconds = number_or(doc, "seconds", 0.0);
   if (r.outcome != ScenarioOutcome::passed) r.problem = problem_line(doc);
   return r;

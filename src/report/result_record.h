@@ -22,6 +22,17 @@ struct FailureSpot {
   bool operator==(const FailureSpot&) const = default;
 };
 
+// One epoch's figures of a run (the result's `epochs` rows), for `summarize --epochs`.
+struct EpochFigures {
+  int64_t epoch = 0;
+  double clean_request_fraction = 0;  // requests whose every output passed
+  int64_t nonfinite_outputs = 0;
+  double max_rel_error = 0;           // NaN when a non-finite output was compared
+  int64_t steps = 0;
+  double forward_seconds = 0;
+  double zero_init_seconds = 0;       // --zero-init-outputs' memsets; 0 without them
+};
+
 struct ResultRecord {
   std::string file;           // where it was read; "" for a run's own document
   std::string name;           // the run's name ("<entry>::<scenario>.seed3")
@@ -37,6 +48,8 @@ struct ResultRecord {
   double max_rel_error = 0;   // over every epoch and site
   double seconds = 0;
   std::string problem;        // problem_line() for a run that did not pass; else ""
+  std::vector<std::string> regressions;  // switched on in the run
+  std::vector<EpochFigures> epochs;
 
   // What identifies the run across two stores of results: scenario path, name, seed, backend
   // and device.

@@ -73,4 +73,49 @@ void print_results_markdown(std::ostream& os, const std::vector<ResultRecord>& r
   }
 }
 
+void print_epochs_table(std::ostream& os, const std::vector<ResultRecord>& records,
+                        bool markdown) {
+  struct Row {
+    std::string run, regressions, verdict, epoch, clean, nonfinite, error, per_step, zero_init;
+  };
+  std::vector<Row> rows;
+  for (const auto& r : records)
+    for (const EpochFigures& e : r.epochs) {
+      const double steps = static_cast<double>(std::max<int64_t>(e.steps, 1));
+      std::string regs;
+      for (const auto& g : r.regressions) regs += (regs.empty() ? "" : ", ") + g;
+      rows.push_back({r.name, regs.empty() ? "-" : regs, r.verdict, std::to_string(e.epoch),
+                      fmt::format("{:.3f}", e.clean_request_fraction),
+                      std::to_string(e.nonfinite_outputs), fmt::format("{:.2e}", e.max_rel_error),
+                      fmt::format("{:.1f}", 1e6 * e.forward_seconds / steps),
+                      e.zero_init_seconds > 0
+                          ? fmt::format("{:.2f}", 1e6 * e.zero_init_seconds / steps)
+                          : "-"});
+    }
+  if (markdown) {
+    os << "| run | regressions | verdict | epoch | clean requests | non-finite | max rel err | "
+          "us/step | zero-init us/step |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+    for (Row& r : rows) {
+      std::replace(r.run.begin(), r.run.end(), '|', '/');
+      os << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.run, r.regressions,
+                        r.verdict, r.epoch, r.clean, r.nonfinite, r.error, r.per_step,
+                        r.zero_init);
+    }
+    return;
+  }
+  size_t run_w = 3, reg_w = 11;
+  for (const Row& r : rows) {
+    run_w = std::max(run_w, r.run.size());
+    reg_w = std::max(reg_w, r.regressions.size());
+  }
+  const auto line = [&](const Row& r) {
+    os << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>5}  {:>14}  {:>10}  {:>11}  {:>9}  {:>17}\n",
+                      r.run, run_w, r.regressions, reg_w, r.verdict, r.epoch, r.clean,
+                      r.nonfinite, r.error, r.per_step, r.zero_init);
+  };
+  line({"run", "regressions", "verdict", "epoch", "clean requests", "non-finite", "max rel err",
+        "us/step", "zero-init us/step"});
+  for (const Row& r : rows) line(r);
+}
+
 }  // namespace kv

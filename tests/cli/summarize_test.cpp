@@ -2,6 +2,7 @@
 // every run passed; exit 2 for a file that is not a result) and `kvcheck run --baseline`
 // (--update-baseline writes, a later run compares: a changed verdict is exit 1 on a line of its
 // own; a bad store is exit 2 before anything runs).
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -39,6 +40,31 @@ TEST_F(Summarize, StoredResultsGiveTheRunsSummaryLineAndEachProblem) {
   EXPECT_EQ(doc["summary"]["failed"], 1);
   EXPECT_EQ(doc["runs"].size(), 3u);
   EXPECT_EQ(doc["summary"]["problems"].size(), 1u);
+}
+
+// --epochs: a row per run and epoch, the figures of the result's own epochs rows (the seeds
+// table: a regression run and its clean twin side by side, --clean-twins).
+TEST_F(Summarize, EpochsGiveARowPerRunAndEpochWithTheResultsFigures) {
+  ASSERT_EQ(kvcheck("run poison.json --regression new-blocks-not-zeroed --expect corrupt "
+                    "--clean-twins --out out -q")
+                .exit_code,
+            0);
+  CliRun r = kvcheck("summarize out --epochs --markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(read_file(dir_ / "out" / "poison.json"));
+  ASSERT_EQ(doc["epochs"].size(), 2u);
+  const json& e2 = doc["epochs"][1];
+  ASSERT_GT(e2["nonfinite_outputs"].get<int64_t>(), 0) << "epoch 2 reads the poisoned blocks";
+  const std::string row = fmt::format(
+      "| poison | new-blocks-not-zeroed | corrupt | 2 | {:.3f} | {} | nan | {:.1f} | - |",
+      e2["clean_request_fraction"].get<double>(), e2["nonfinite_outputs"].get<int64_t>(),
+      1e6 * e2["forward_seconds"].get<double>() / e2["steps"].get<double>());
+  EXPECT_TRUE(contains(r.out, row)) << row << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "| poison.clean | - | clean | 2 | 1.000 | 0 | ")) << r.out;
+  r = kvcheck("summarize out --epochs");  // the text table
+  EXPECT_TRUE(contains(r.out, "zero-init us/step")) << r.out;
+  EXPECT_TRUE(contains(r.out, "poison.clean")) << r.out;
+  EXPECT_EQ(kvcheck("summarize out --epochs --json").exit_code, 2);  // one or the other
 }
 
 TEST_F(Summarize, AFileThatIsNotAResultIsExit2NamingIt) {
