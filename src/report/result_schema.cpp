@@ -7,6 +7,7 @@
 #include "ops/op_table.h"
 #include "report/format.h"
 #include "report/result_json.h"
+#include "report/schema_parts.h"
 #include "result/check_sites.h"
 #include "scenario/enum_names.h"
 #include "scenario/mechanisms.h"
@@ -16,20 +17,16 @@
 namespace kv {
 namespace {
 
+using schema_parts::described;
+using schema_parts::integer;
+using schema_parts::object;
+
 template <class Names>
 Json enum_of(const Names& names) {
   Json e = Json::array();
   for (const auto& n : names) e.push_back(std::string(n));
   return Json{{"enum", e}};
 }
-
-Json described(std::string text, Json schema) {
-  Json out{{"description", std::move(text)}};
-  for (auto& [k, v] : schema.items()) out[k] = v;
-  return out;
-}
-
-Json integer(int64_t minimum) { return Json{{"type", "integer"}, {"minimum", minimum}}; }
 
 // Numbers that can be non-finite are written as the strings "nan", "inf", "-inf".
 Json number() { return Json{{"$ref", "#/$defs/number"}}; }
@@ -39,16 +36,6 @@ std::vector<std::string> names_of(const Table& table) {
   std::vector<std::string> names;
   for (const auto& e : table) names.emplace_back(e.name);
   return names;
-}
-
-Json object(Json properties, std::vector<std::string> optional = {}) {
-  Json required = Json::array();
-  for (const auto& [key, value] : properties.items())
-    if (std::find(optional.begin(), optional.end(), key) == optional.end()) required.push_back(key);
-  return Json{{"type", "object"},
-              {"additionalProperties", false},
-              {"required", required},
-              {"properties", std::move(properties)}};
 }
 
 Json failure_schema() {

@@ -7,32 +7,19 @@
 #include <utility>
 #include <vector>
 
+#include "report/schema_parts.h"
 #include "scenario/json_value.h"
 #include "scenario/schema_text.h"
 
 namespace kv {
 namespace {
 
-Json described(std::string text, Json schema) {
-  Json out{{"description", std::move(text)}};
-  for (auto& [k, v] : schema.items()) out[k] = v;
-  return out;
-}
+using schema_parts::described;
+using schema_parts::object;
 
-Json count() { return Json{{"type", "integer"}, {"minimum", 0}}; }
+Json count() { return schema_parts::integer(0); }
 
 Json strings() { return Json{{"type", "array"}, {"items", Json{{"type", "string"}}}}; }
-
-// Every property required unless named in `optional`; no other property allowed.
-Json object(Json properties, const std::vector<std::string>& optional = {}) {
-  Json required = Json::array();
-  for (const auto& [key, value] : properties.items())
-    if (std::find(optional.begin(), optional.end(), key) == optional.end()) required.push_back(key);
-  return Json{{"type", "object"},
-              {"additionalProperties", false},
-              {"required", required},
-              {"properties", std::move(properties)}};
-}
 
 Json baseline_schema() {
   return described(
