@@ -15,19 +15,13 @@
 #include "report/result_json.h"
 #include "result/check_sites.h"
 #include "sample_result.h"
+#include "tests/report/schema_test_support.h"
 
 namespace kv {
 namespace {
 
-std::string committed() {
-  std::ifstream in(std::string(KVCHECK_SOURCE_DIR) + "/scenarios/schema/result.schema.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(ResultSchema, CommittedFileIsTheGeneratedOne) {
-  EXPECT_EQ(committed(), result_schema_text())
+  EXPECT_EQ(committed_schema("result.schema.json"), result_schema_text())
       << "scenarios/schema/result.schema.json is stale; regenerate it with "
          "`build/kvcheck schema result > scenarios/schema/result.schema.json`";
 }
@@ -43,13 +37,6 @@ TEST(ResultSchema, ListsEverySiteOpAndCheckKind) {
     EXPECT_EQ(failure["ops"]["items"]["enum"][i], std::string(all_device_ops()[i].name));
   ASSERT_EQ(failure["check"]["enum"].size(), kNumCheckKinds);
   EXPECT_EQ(doc["properties"]["schema"]["const"], "kvcheck.result/2");
-}
-
-std::vector<std::string> keys_of(const nlohmann::json& object) {
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : object.items()) keys.push_back(k);
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 // device_info and its gpu block: required, and exactly the fields to_json writes.

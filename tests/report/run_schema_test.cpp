@@ -15,26 +15,13 @@
 #include "report/baseline.h"
 #include "report/result_schema.h"
 #include "report/run_summary.h"
+#include "tests/report/schema_test_support.h"
 
 namespace kv {
 namespace {
 
-std::string committed() {
-  std::ifstream in(std::string(KVCHECK_SOURCE_DIR) + "/scenarios/schema/run.schema.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> keys_of(const nlohmann::json& object) {
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : object.items()) keys.push_back(k);
-  std::sort(keys.begin(), keys.end());
-  return keys;
-}
-
 TEST(RunSchema, CommittedFileIsTheGeneratedOne) {
-  EXPECT_EQ(committed(), run_schema_text())
+  EXPECT_EQ(committed_schema("run.schema.json"), run_schema_text())
       << "scenarios/schema/run.schema.json is stale; regenerate it with "
          "`build/kvcheck schema run > scenarios/schema/run.schema.json`";
 }

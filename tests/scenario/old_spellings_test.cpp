@@ -9,18 +9,10 @@
 #include "scenario/field_table.h"
 #include "scenario/old_spellings.h"
 #include "scenario/parse.h"
+#include "tests/scenario/parse_ok.h"
 
 namespace kv {
 namespace {
-
-Scenario parse_ok(const std::string& text) {
-  auto r = parse_scenario(text, "");
-  if (auto* e = std::get_if<ScenarioError>(&r)) {
-    ADD_FAILURE() << format_error(*e, "<text>") << "\n" << text;
-    return {};
-  }
-  return std::get<Scenario>(r);
-}
 
 // A scenario whose only written value is `value`, at the field `pointer` ("/cache/layout").
 std::string with_value(const std::string& pointer, const std::string& value) {

@@ -10,18 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "scenario/parse.h"
+#include "tests/scenario/parse_ok.h"
 
 namespace kv {
 namespace {
-
-Scenario parse_ok(std::string_view text, std::string path = "") {
-  auto r = parse_scenario(text, std::move(path));
-  if (auto* e = std::get_if<ScenarioError>(&r)) {
-    ADD_FAILURE() << format_error(*e, "<text>");
-    return {};
-  }
-  return std::get<Scenario>(r);
-}
 
 constexpr std::string_view kFull = R"({
   "format": 1,

@@ -3,18 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "scenario/parse.h"
+#include "tests/scenario/parse_ok.h"
 
 namespace kv {
 namespace {
-
-Scenario parse_ok(std::string_view text) {
-  auto r = parse_scenario(text, "");
-  if (auto* e = std::get_if<ScenarioError>(&r)) {
-    ADD_FAILURE() << format_error(*e, "<text>");
-    return {};
-  }
-  return std::get<Scenario>(r);
-}
 
 TEST(ReferenceMode, DefaultsToFull) {
   const Scenario s = parse_ok(R"({"format": 1})");
