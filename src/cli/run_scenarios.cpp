@@ -733,6 +733,11 @@ void print_summary(const RunSummary& summary, std::ostream& os) {
   for (const auto& line : summary.problems) os << line << '\n';
 }
 
+// --fail-fast, or the scenario's suite entry asks for it.
+bool fail_fast_for(const RunOptions& opts, const LoadedScenario& l) {
+  return opts.fail_fast || (l.entry && l.entry->fail_fast);
+}
+
 // How one result was made, taken as its scenario starts, whatever becomes of the run.
 struct RunStamp {
   std::string started_at;       // UTC
@@ -815,6 +820,7 @@ void run_at_once(const AtOnce& run, RunAdmission& admission, const RecordRun& re
   std::vector<std::unique_ptr<Slot>> running;  // destroyed: their workers killed
   const size_t n = run.scenarios.size();
   size_t next = 0;
+  std::optional<RunCost> next_cost;  // the next scenario's estimate, kept while it waits
   while (next < n || !running.empty()) {
     while (next < n) {
       current = next;
@@ -823,13 +829,12 @@ void run_at_once(const AtOnce& run, RunAdmission& admission, const RecordRun& re
         throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of "
                                            "{} scenario(s) started",
                                            run.deadline.seconds, s.name, next, n));
-      const RunCost cost = estimate_run_cost(s);
-      const std::optional<int32_t> gpu = admission.place(s.name, cost);
+      if (!next_cost) next_cost = estimate_run_cost(s);
+      const std::optional<int32_t> gpu = admission.place(s.name, *next_cost);
       if (!gpu) break;  // it waits for memory, a GPU or a free job
       const int32_t ordinal = *gpu >= 0 ? run.gpu_ordinals[static_cast<size_t>(*gpu)] : -1;
       const BackendOptions& b = run.backends[next];
-      const bool fail_fast = run.opts.fail_fast ||
-                             (run.scenarios[next].entry && run.scenarios[next].entry->fail_fast);
+      const bool fail_fast = fail_fast_for(run.opts, run.scenarios[next]);
       auto slot = std::make_unique<Slot>(
           Slot{.k = next,
                .stamp = stamp_of(run.scenarios[next]),
@@ -838,7 +843,8 @@ void run_at_once(const AtOnce& run, RunAdmission& admission, const RecordRun& re
       slot->worker =
           start_isolated(s, run.opts, b, b.path.empty() ? "" : run.backend_sha256.at(b.path),
                          slot->until, fail_fast, run.style, ordinal);
-      admission.started(next, cost, *gpu);
+      admission.started(next, *next_cost, *gpu);
+      next_cost.reset();
       spdlog::info("started {} ({} of {}{}; {} running)", s.name, next + 1, n,
                    ordinal >= 0 ? fmt::format(", on cuda:{}", ordinal) : "", admission.running());
       running.push_back(std::move(slot));
@@ -928,11 +934,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
       std::any_of(backends.begin(), backends.end(),
                   [](const BackendOptions& b) { return !b.path.empty(); });
   std::vector<int32_t> gpu_ordinals;
-  std::vector<int64_t> gpu_free;
+  std::optional<RunAdmission> admission;  // -j: who starts when, and where
   if (parallel) {
     // N workers at once, each checking on its share of the cores (util/parallel_for.h).
     const unsigned cores = default_worker_count();
     worker_count_limit() = std::max(1u, cores / static_cast<unsigned>(opts.jobs));
+    std::vector<int64_t> gpu_free;
     std::tie(gpu_ordinals, gpu_free) = gpus_for_jobs(opts);
     spdlog::info("-j {}: up to {} scenarios at once, each in a worker checking on {} of {} "
                  "cores{}",
@@ -942,9 +949,9 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                                          : "");
     // Before anything runs: each scenario alone must fit (the host, and the GPU with the most
     // free memory); together they wait for one another.
-    const RunAdmission alone(opts.jobs, memory_limits(opts, nullptr), gpu_free);
+    admission.emplace(opts.jobs, memory_limits(opts, nullptr), std::move(gpu_free));
     for (const auto& l : scenarios)
-      if (auto why = alone.refusal_alone(l.scenario.name, estimate_run_cost(l.scenario)))
+      if (auto why = admission->refusal_alone(l.scenario.name, estimate_run_cost(l.scenario)))
         throw MemoryRefused(*why);
   } else if (isolated) {
     // Before anything of a scenario is allocated: host memory and the budget here, a worker's
@@ -1053,7 +1060,6 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   std::optional<size_t> stopped_at;  // the scenario the run could not go on at
   try {
     if (parallel) {
-      RunAdmission admission(opts.jobs, memory_limits(opts, nullptr), gpu_free);
       run_at_once({.opts = opts,
                    .scenarios = scenarios,
                    .backends = backends,
@@ -1061,13 +1067,12 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
                    .gpu_ordinals = gpu_ordinals,
                    .deadline = deadline,
                    .style = style},
-                  admission, record_run, exit_first, current);
+                  *admission, record_run, exit_first, current);
     } else {
       for (size_t i = 0; i < scenarios.size(); ++i) {
         current = i;
         Scenario& s = scenarios[i].scenario;
-        const bool fail_fast =
-            opts.fail_fast || (scenarios[i].entry && scenarios[i].entry->fail_fast);
+        const bool fail_fast = fail_fast_for(opts, scenarios[i]);
         if (deadline.passed())  // before building the next engine, which can take a while itself
           throw TimeLimitReached(fmt::format("--max-seconds {} reached before running {}: {} of "
                                              "{} scenario(s) done",
