@@ -46,7 +46,9 @@
 #   KVCHECK           the kvcheck binary. Bisecting kvcheck: default "$KVCHECK_BUILD_DIR/kvcheck";
 #                     if set, it must lie inside KVCHECK_BUILD_DIR. With BACKEND: required, an
 #                     executable file, a fixed build outside the repository
-#   BACKEND           bisecting a backend: the plugin BUILD_CMD builds (passed as --backend)
+#   BACKEND           bisecting a backend: the plugin BUILD_CMD builds (passed as --backend), or
+#                     python:MODULE, a Python backend imported from the repository's checkout
+#                     (the working folder): no build, BUILD_CMD optional (default none)
 #   KVCHECK_ARGS      optional, more `kvcheck run` options (e.g. --device cuda)
 #   KVCHECK_OUT       optional, the folder for result files (default $TMPDIR/kvcheck-bisect)
 #
@@ -75,6 +77,9 @@
 #   KVCHECK=~/kvcheck/build/kvcheck BUILD_CMD="ninja -C build libmine.so" \
 #   BACKEND=$PWD/build/libmine.so SCENARIOS=~/kvcheck/scenarios/smoke.json \
 #   git bisect run ~/kvcheck/scripts/bisect-step.sh
+#   # a Python backend (docs/python-backends.md): mypkg/kv_backend.py at each commit
+#   KVCHECK=~/kvcheck/build/kvcheck BACKEND=python:mypkg.kv_backend \
+#   SCENARIOS=~/kvcheck/scenarios/smoke.json git bisect run ~/kvcheck/scripts/bisect-step.sh
 set -u
 
 say() { echo "bisect-step.sh: $*" >&2; }
@@ -165,11 +170,13 @@ done
 
 build_dir=${KVCHECK_BUILD_DIR:-build-bisect}
 if [[ -n ${BACKEND:-} ]]; then
-  for var in KVCHECK BUILD_CMD; do
+  required=(KVCHECK BUILD_CMD)
+  if [[ $BACKEND == python:* ]]; then required=(KVCHECK); fi  # imported as checked out
+  for var in "${required[@]}"; do
     if [[ -z ${!var:-} ]]; then config_error "with BACKEND, set $var"; fi
   done
   kvcheck=${KVCHECK:?}
-  build=$BUILD_CMD
+  build=${BUILD_CMD:-:}
   if [[ ! -e $kvcheck ]]; then
     config_error "KVCHECK: no such file: $kvcheck (with BACKEND, the fixed kvcheck that judges" \
       "every commit)"

@@ -8,9 +8,12 @@ set -euo pipefail
 # python3-jsonschema: for scripts/validate-scenarios.py (the ctest tests schema/*); libdlpack-dev:
 # the DLPack header the backend plugin ABI (include/kvcheck/backend.h) builds on; libxml2-utils:
 # xmllint, which validates `run --junit` reports against the vendored XSD (ctest schema/junit-xsd);
-# python3-yaml: parses examples/ci/github-actions.yml (ctest packaging/ci-example).
+# python3-yaml: parses examples/ci/github-actions.yml (ctest packaging/ci-example); python3-dev and
+# python3-numpy: the Python backend host embeds this interpreter and its tests run the NumPy
+# backend (backends/python/numpy_host.py).
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-          libgtest-dev python3-jsonschema libdlpack-dev libxml2-utils python3-yaml)
+          libgtest-dev python3-jsonschema libdlpack-dev libxml2-utils python3-yaml python3-dev
+          python3-numpy)
 
 missing=()
 for p in "${packages[@]}"; do

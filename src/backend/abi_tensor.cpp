@@ -41,6 +41,16 @@ const char* layout_name(int32_t l) {
   return "unknown layout";
 }
 
+const char* fill_pattern_name(int32_t p) {
+  switch (p) {
+    case KVCHECK_FILL_ZERO: return "zero";
+    case KVCHECK_FILL_NAN: return "nan";
+    case KVCHECK_FILL_INF: return "inf";
+    case KVCHECK_FILL_RANDOM_BITS: return "random_bits";
+  }
+  return "unknown pattern";
+}
+
 const char* op_name(kvcheck_op op) {
   const DeviceOpInfo* row = find_abi_op(op);
   return row ? row->name.data() : "unknown";

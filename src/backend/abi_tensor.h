@@ -46,6 +46,8 @@ inline void retype(kvcheck_tensor& t, int32_t dtype) {
 }
 const char* dtype_name(int32_t d);
 const char* layout_name(int32_t l);
+// fill_blocks' pattern (kvcheck_fill_pattern): "zero", "nan", "inf", "random_bits".
+const char* fill_pattern_name(int32_t p);
 
 // The op table's name of an ABI op ("write_kv", "paged_decode", ...; ops/op_table.h), "unknown"
 // for a value that is no kvcheck_op.

@@ -44,7 +44,9 @@ int conform_in_workers(ConformRequest req, conform::ConformReport& report) {
           o.record = &record;
           const DLDevice dl{static_cast<DLDeviceType>(device.dl_device_type()),
                             device.dl_device_id()};
-          return conform::conform_document(conform::run_conform(lib.table(), o, device, dl));
+          conform::ConformReport rep = conform::run_conform(lib.table(), o, device, dl);
+          rep.backend_version = lib.version();  // a Python backend's with its runtime
+          return conform::conform_document(rep);
         });
     switch (r.kind) {
       case PluginWorkerResult::Kind::done:

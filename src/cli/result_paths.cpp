@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "io/interrupt.h"
+#include "backend/backend_spec.h"
 #include "report/atomic_write.h"
 
 namespace kv::cli {
@@ -78,7 +79,7 @@ fs::path common_folder(const std::vector<fs::path>& files) {
 }  // namespace
 
 std::string backend_short_name(const std::string& library_path) {
-  std::string name = fs::path(library_path).filename().string();
+  std::string name = backend_short_stem(library_path);
   const size_t so = name.find(".so");
   if (so != std::string::npos && so > 0) name.erase(so);
   for (const std::string_view prefix : {"lib", "kvcheck_backend_"})

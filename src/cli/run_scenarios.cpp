@@ -43,6 +43,7 @@
 #include "cli/suite_file.h"
 #include "util/parallel_for.h"
 #include "util/stopwatch.h"
+#include "backend/backend_spec.h"
 #include "plugin/placement.h"
 #include "cli/invocation.h"
 #include "plugin/sha256.h"
@@ -644,9 +645,7 @@ BackendOptions backend_for(const RunOptions& opts, const LoadedScenario& l) {
   }
   BackendOptions b = opts.backend;
   if (opts.no_backend || spec.library.empty()) return b;
-  fs::path lib = spec.library;
-  if (lib.is_relative()) lib = fs::path(l.path).parent_path() / lib;
-  b.path = lib.lexically_normal().string();
+  b.path = backend_relative_to(spec.library, fs::path(l.path).parent_path().string());
   b.pinned = spec.builtin_ops;
   b.allow_fallback = spec.allow_fallback;
   b.options = spec.options;
@@ -966,6 +965,7 @@ int run_all(const RunOptions& opts, std::vector<LoadedScenario>& scenarios,
   for (const BackendOptions& b : backends) {
     if (b.path.empty() || backend_sha256.count(b.path)) continue;
     std::string& digest = backend_sha256[b.path];
+    if (is_python_backend(b.path)) continue;  // the worker's Python host names the module's
     try {
       digest = sha256_file(b.path);
     } catch (const std::exception&) {

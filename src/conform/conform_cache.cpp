@@ -432,9 +432,8 @@ void check_fill_blocks(const Target& t, OpReport* r) {
         if (why.empty()) why = exact_case(masked, expect, c.dtype, &err);
         if (!why.empty() && why.rfind("returned", 0) != 0) why = "outside the blocks: " + why;
       }
-      static const char* names[] = {"zero", "nan", "inf", "random_bits"};
       tally.add(fmt::format("{} pattern={} ids={}", c.describe(),
-                            names[static_cast<int>(pattern)], list(ids)),
+                            backend::fill_pattern_name(static_cast<int32_t>(pattern)), list(ids)),
                 why, err);
     }
   }

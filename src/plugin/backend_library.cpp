@@ -8,8 +8,11 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/abi_caps.h"
 #include "io/input_file.h"
+#include "backend/backend_spec.h"
 #include "plugin/sha256.h"
 
 namespace kv {
@@ -54,11 +57,15 @@ std::string table_problem(const kvcheck_backend& t) {
 
 }  // namespace
 
-BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
-                               const std::string& options, const std::string& sha256) {
+BackendLibrary::BackendLibrary(const std::string& spec, int32_t device_type, int32_t device_id,
+                               const std::string& user_options, const std::string& sha256) {
   auto fail = [&](const std::string& what) {
-    throw BackendLoadError(fmt::format("backend {}: {}", path, what));
+    throw BackendLoadError(fmt::format("backend {}: {}", spec, what));
   };
+  const BackendTarget target = backend_target(spec, user_options);
+  if (!target.problem.empty()) fail(target.problem);
+  const std::string& path = target.library;
+  const std::string& options = target.options;
   std::error_code ec;
   // A regular file only, checked without blocking: dlopen of a FIFO would wait for a writer.
   InputFileError not_regular;
@@ -103,6 +110,28 @@ BackendLibrary::BackendLibrary(const std::string& path, int32_t device_type, int
     dlclose(handle_);
     fail(problem);
   }
+  version_ = table_->version;
+  if (!target.python_module.empty()) {
+    const std::string why = python_identity(target.python_module);
+    if (!why.empty()) {
+      if (table_->destroy) table_->destroy(table_->self);
+      fail(why);
+    }
+  }
+}
+
+// The module a Python host runs stands in for the host library: its file, digest and runtime.
+std::string BackendLibrary::python_identity(const std::string& module) {
+  using Identity = const char* (*)();
+  auto get = reinterpret_cast<Identity>(dlsym(handle_, kPythonIdentitySymbol));
+  const char* text = get ? get() : nullptr;
+  const nlohmann::json id = nlohmann::json::parse(text ? text : "", nullptr, false);
+  if (!id.is_object() || !id.contains("path") || !id.contains("sha256") || !id.contains("runtime"))
+    return fmt::format("the Python host gave no identity of module {}", module);
+  path_ = id["path"].get<std::string>();
+  sha256_ = id["sha256"].get<std::string>();
+  version_ += "; " + id["runtime"].get<std::string>();
+  return "";
 }
 
 BackendLibrary::~BackendLibrary() {

@@ -21,9 +21,10 @@ struct BackendLoadError : std::runtime_error {
 
 class BackendLibrary {
  public:
-  // device: DLPack device type (kDLCPU, kDLCUDA) and index the run uses. sha256: the file's
-  // digest when the caller has it already (one hash for all of a run's workers), else "".
-  // Throws BackendLoadError.
+  // path: a backend spec (backend/backend_spec.h: a plugin's path or python:MODULE). device: DLPack
+  // device type (kDLCPU, kDLCUDA) and index the run uses. sha256: the file's digest when the
+  // caller has it already (one hash for all of a run's workers), else "". Throws
+  // BackendLoadError.
   BackendLibrary(const std::string& path, int32_t device_type, int32_t device_id,
                  const std::string& options = "", const std::string& sha256 = "");
   ~BackendLibrary();
@@ -31,16 +32,21 @@ class BackendLibrary {
   BackendLibrary& operator=(const BackendLibrary&) = delete;
 
   const kvcheck_backend& table() const { return *table_; }
-  const std::string& path() const { return path_; }      // absolute
-  const std::string& sha256() const { return sha256_; }  // of the file, as sha256sum prints it
+  // The plugin's file (absolute) and its sha256 as sha256sum prints it; for python:MODULE the
+  // module's file and a digest over its source files.
+  const std::string& path() const { return path_; }
+  const std::string& sha256() const { return sha256_; }
   std::string name() const { return table_->name; }
-  std::string version() const { return table_->version; }
+  // The plugin's version string; for python:MODULE with the interpreter and libraries it ran
+  // with ("1.0; Python 3.11.2, numpy 1.24.2").
+  std::string version() const { return version_; }
   // backend::implements and implemented_ops (backend/abi_caps.h) of its table.
   bool implements(kvcheck_op op) const;
   std::vector<kvcheck_op> implemented_ops() const;
 
  private:
-  std::string path_, sha256_;
+  std::string path_, sha256_, version_;
+  std::string python_identity(const std::string& module);
   void* handle_ = nullptr;
   const kvcheck_backend* table_ = nullptr;
 };
