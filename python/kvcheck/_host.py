@@ -122,8 +122,6 @@ class Loaded:
         except ValueError as e:
             raise Unsupported(f"its declaration: {e}") from None
         self.ops = tuple(self.backend.ops.get(op) for op in abi.OPS)
-        self.identity = identity(self.module)
-        self.identity_json = json.dumps(self.identity)
         self.cuda = device == "cuda"
         self.device_id = device_id
         self.stream = None
@@ -139,6 +137,9 @@ class Loaded:
             import numpy
             self.tensor = numpy.asarray
             self.numpy = numpy
+        # After the imports above: the versions name what the ops will run with.
+        self.identity = identity(self.module)
+        self.identity_json = json.dumps(self.identity)
 
     def empty(self, shape, dtype):
         """A zero-element array of an ABI dtype (a tensor whose data pointer is NULL)."""
