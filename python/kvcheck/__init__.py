@@ -7,11 +7,14 @@
                                ops={"paged_decode": my_decode})
 
 docs/python-backends.md walks through it. Importable without building anything: the names of the
-ABI (kvcheck.abi), the declaration (Backend, Caps, Host, Unsupported) and NumPy helpers for the
-storage dtypes (kvcheck.numpy_dtypes, imported on first use).
+ABI (kvcheck.abi), the declaration (Backend, Caps, Host, Unsupported), kvcheck.run for a test
+suite, page lists for libraries (kvcheck.pages) and NumPy helpers for the storage dtypes
+(kvcheck.numpy_dtypes); the last two are imported on use.
 """
 
 from . import abi
 from .backend import Backend, Caps, Host, Unsupported
+from .runner import BadInput, CannotRun, InternalError, KvcheckError, run
 
-__all__ = ["abi", "Backend", "Caps", "Host", "Unsupported"]
+__all__ = ["abi", "Backend", "Caps", "Host", "Unsupported", "run", "KvcheckError", "BadInput",
+           "CannotRun", "InternalError"]
