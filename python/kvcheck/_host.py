@@ -132,6 +132,7 @@ class Loaded:
                 raise Unsupported("the Python host hands CUDA tensors to a backend as torch "
                                   f"tensors, and torch does not import: {describe(e)}") from None
             self.torch = torch
+            torch.cuda.set_device(device_id)  # kvcheck's GPU is the current one
             self.tensor = torch.from_dlpack
         else:
             import numpy
@@ -152,8 +153,10 @@ class Loaded:
         """Make kvcheck's CUDA stream torch's current one (once per stream, not per call)."""
         if handle == self.stream:
             return
-        s = self.torch.cuda.ExternalStream(handle, device=self.device_id)
-        self.torch.cuda.set_stream(s)
+        cuda = self.torch.cuda
+        s = (cuda.ExternalStream(handle, device=self.device_id) if handle
+             else cuda.default_stream(self.device_id))  # 0: the legacy default stream
+        cuda.set_stream(s)
         self.stream = handle
 
     def close(self):
