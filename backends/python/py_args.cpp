@@ -9,7 +9,8 @@
 namespace kv::py {
 namespace {
 
-enum class Kind { tensor, paged_kv, i32, f32, u64, dtype, layout, op, fill, host_i32 };
+// tensor: wrapped per call; kept: a buffer the ABI keeps at one address (a persistent view).
+enum class Kind { tensor, kept, paged_kv, i32, f32, u64, dtype, layout, op, fill, host_i32 };
 
 // One field of an args struct. host_i32: an int32 array in host memory whose length is the i32
 // field at `count` plus `extra`.
@@ -50,7 +51,7 @@ bool view_of(int32_t dtype, View& v) {
 constexpr int kMaxDims = 8;
 
 // A writable NumPy array over host memory.
-Ref host_array(const ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
+Ref host_array(ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
   Py_ssize_t shape[kMaxDims], strides[kMaxDims];
   Py_ssize_t elements = 1;
   for (int i = t.dl.ndim - 1; i >= 0; --i) {
@@ -90,7 +91,7 @@ void capsule_gone(PyObject* capsule) {
   }
 }
 
-Ref device_array(const ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
+Ref device_array(ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
   auto* w = new Managed{};
   w->m.dl_tensor = t.dl;
   w->m.dl_tensor.dtype = v.dl;
@@ -112,7 +113,7 @@ Ref device_array(const ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
   return Ref(PyObject_CallOneArg(m.convert, capsule.get()));
 }
 
-Ref tensor(const ArrayMaker& m, const kvcheck_tensor& t) {
+Ref tensor(ArrayMaker& m, const kvcheck_tensor& t) {
   if (t.dl.ndim == 0 && !t.dl.data) return Ref(Py_NewRef(Py_None));
   View v{};
   if (!view_of(t.dtype, v)) {
@@ -133,12 +134,31 @@ Ref tensor(const ArrayMaker& m, const kvcheck_tensor& t) {
   return m.cuda ? device_array(m, t, v) : host_array(m, t, v);
 }
 
-Ref paged_kv(const ArrayMaker& m, const kvcheck_paged_kv& c);
+Ref paged_kv(ArrayMaker& m, const kvcheck_paged_kv& c);
+
+// A persistent buffer's view: the one made before for the same memory and layout, or a new one.
+Ref kept(ArrayMaker& m, const kvcheck_tensor& t) {
+  if (!t.dl.data || t.dl.ndim <= 0 || t.dl.ndim > kMaxDims) return tensor(m, t);
+  std::vector<int64_t> key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.dl.data)),
+                              static_cast<int64_t>(t.dl.byte_offset), t.dtype, t.dl.ndim};
+  for (int i = 0; i < t.dl.ndim; ++i) {
+    key.push_back(t.dl.shape[i]);
+    key.push_back(t.dl.strides ? t.dl.strides[i] : -1);
+  }
+  if (auto it = m.persistent.find(key); it != m.persistent.end())
+    return Ref(Py_NewRef(it->second.get()));
+  Ref view = tensor(m, t);
+  if (!view) return view;
+  if (m.persistent.size() >= ArrayMaker::kMaxPersistent) m.persistent.clear();
+  m.persistent.emplace(std::move(key), Ref(Py_NewRef(view.get())));
+  return view;
+}
 
 // One field's Python value.
-Ref value(const ArrayMaker& m, const void* args, const Field& f) {
+Ref value(ArrayMaker& m, const void* args, const Field& f) {
   switch (f.kind) {
     case Kind::tensor: return tensor(m, at<kvcheck_tensor>(args, f.offset));
+    case Kind::kept: return kept(m, at<kvcheck_tensor>(args, f.offset));
     case Kind::paged_kv: return paged_kv(m, at<kvcheck_paged_kv>(args, f.offset));
     case Kind::i32: return Ref(PyLong_FromLong(at<int32_t>(args, f.offset)));
     case Kind::f32: return Ref(PyFloat_FromDouble(at<float>(args, f.offset)));
@@ -164,7 +184,7 @@ Ref value(const ArrayMaker& m, const void* args, const Field& f) {
 }
 
 // The namespace of the fields of one struct that `struct_size` covers (later fields: None).
-Ref fields_namespace(const ArrayMaker& m, const void* args, uint32_t struct_size,
+Ref fields_namespace(ArrayMaker& m, const void* args, uint32_t struct_size,
                      const std::vector<Field>& fields) {
   Ref kw(PyDict_New());
   if (!kw) return kw;
@@ -180,12 +200,12 @@ Ref fields_namespace(const ArrayMaker& m, const void* args, uint32_t struct_size
 #define KV_F(S, name, kind) Field{#name, Kind::kind, offsetof(S, name)}
 #define KV_HOST(S, name, count, extra) Field{#name, Kind::host_i32, offsetof(S, name), offsetof(S, count), extra}
 
-Ref paged_kv(const ArrayMaker& m, const kvcheck_paged_kv& c) {
+Ref paged_kv(ArrayMaker& m, const kvcheck_paged_kv& c) {
   using S = kvcheck_paged_kv;
   static const std::vector<Field> f = {
       KV_F(S, layout, layout),         KV_F(S, dtype, dtype),         KV_F(S, num_blocks, i32),
       KV_F(S, block_size, i32),        KV_F(S, num_kv_heads, i32),    KV_F(S, head_dim, i32),
-      KV_F(S, null_block, i32),        KV_F(S, k, tensor),            KV_F(S, v, tensor),
+      KV_F(S, null_block, i32),        KV_F(S, k, kept),              KV_F(S, v, kept),
       KV_F(S, k_scale, f32),           KV_F(S, v_scale, f32)};
   return fields_namespace(m, &c, c.struct_size, f);
 }
@@ -204,8 +224,8 @@ const std::vector<Field>& op_fields(kvcheck_op op) {
       {KV_F(W, cache, paged_kv), KV_F(W, k, tensor), KV_F(W, v, tensor),
        KV_F(W, slot_mapping, tensor), KV_F(W, num_tokens, i32), KV_F(W, workspace, tensor)},
       {KV_F(D, cache, paged_kv), KV_F(D, q, tensor), KV_F(D, out, tensor), KV_F(D, lse, tensor),
-       KV_F(D, block_table, tensor), KV_F(D, seq_lens, tensor), KV_F(D, plan, tensor),
-       KV_F(D, workspace, tensor), KV_F(D, num_rows, i32), KV_F(D, num_q_heads, i32),
+       KV_F(D, block_table, tensor), KV_F(D, seq_lens, tensor), KV_F(D, plan, kept),
+       KV_F(D, workspace, kept), KV_F(D, num_rows, i32), KV_F(D, num_q_heads, i32),
        KV_F(D, v_dim, i32), KV_F(D, scale, f32), KV_F(D, max_splits, i32)},
       {KV_F(G, cache, paged_kv), KV_F(G, block_table, tensor), KV_F(G, ctx_lens, tensor),
        KV_F(G, ctx_starts, tensor), KV_F(G, k_out, tensor), KV_F(G, v_out, tensor),
@@ -221,7 +241,7 @@ const std::vector<Field>& op_fields(kvcheck_op op) {
        KV_F(M, lse_b, tensor), KV_F(M, out, tensor), KV_F(M, lse_out, tensor),
        KV_F(M, num_rows, i32), KV_F(M, num_merge, i32), KV_F(M, num_heads, i32),
        KV_F(M, head_dim, i32)},
-      {KV_F(L, state, tensor), KV_F(L, q, tensor), KV_F(L, k, tensor), KV_F(L, v, tensor),
+      {KV_F(L, state, kept), KV_F(L, q, tensor), KV_F(L, k, tensor), KV_F(L, v, tensor),
        KV_F(L, gate, tensor), KV_F(L, out, tensor), KV_F(L, seq_starts, tensor),
        KV_F(L, state_blocks, tensor), KV_F(L, has_initial_state, tensor), KV_F(L, num_seqs, i32),
        KV_F(L, num_heads, i32), KV_F(L, head_dim, i32), KV_F(L, scale, f32)},
@@ -242,21 +262,21 @@ const std::vector<Field>& op_fields(kvcheck_op op) {
 
 }  // namespace
 
-Ref op_args(const ArrayMaker& m, kvcheck_op op, const void* args) {
+Ref op_args(ArrayMaker& m, kvcheck_op op, const void* args) {
   return fields_namespace(m, args, *static_cast<const uint32_t*>(args), op_fields(op));
 }
 
-Ref plan_args(const ArrayMaker& m, const kvcheck_decode_plan_args* a) {
+Ref plan_args(ArrayMaker& m, const kvcheck_decode_plan_args* a) {
   using S = kvcheck_decode_plan_args;
   static const std::vector<Field> f = {
       KV_HOST(S, seq_lens_host, num_rows, 0), KV_F(S, num_rows, i32), KV_F(S, num_q_heads, i32),
       KV_F(S, num_kv_heads, i32), KV_F(S, head_dim, i32), KV_F(S, v_dim, i32),
       KV_F(S, block_size, i32), KV_F(S, cache_dtype, dtype), KV_F(S, max_splits, i32),
-      KV_F(S, plan, tensor), KV_F(S, layout, layout), KV_F(S, max_blocks_per_seq, i32)};
+      KV_F(S, plan, kept), KV_F(S, layout, layout), KV_F(S, max_blocks_per_seq, i32)};
   return fields_namespace(m, a, a->struct_size, f);
 }
 
-Ref size_query(const ArrayMaker& m, const kvcheck_size_query* q) {
+Ref size_query(ArrayMaker& m, const kvcheck_size_query* q) {
   using S = kvcheck_size_query;
   static const std::vector<Field> f = {
       KV_F(S, op, op),           KV_F(S, max_rows, i32),     KV_F(S, max_seqs, i32),

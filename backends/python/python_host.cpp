@@ -305,7 +305,10 @@ std::string load(Backend& b, const kvcheck_host& host) {
   b.namespace_ = attr(glue.get(), "Namespace");
   if (!b.convert || !b.empty || !b.use_stream || !b.namespace_)
     return "kvcheck._host: " + take_error(nullptr);
-  b.arrays = {cuda, b.convert.get(), b.empty.get(), b.namespace_.get()};
+  b.arrays.cuda = cuda;
+  b.arrays.convert = b.convert.get();
+  b.arrays.empty = b.empty.get();
+  b.arrays.namespace_ = b.namespace_.get();
   fill_table(b, decl.get());
   return "";
 }
