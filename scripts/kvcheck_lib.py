@@ -188,6 +188,7 @@ def results_of(doc):
 # The result's wall-time figures (report/result_json.cpp): top level and per epoch.
 TIMINGS = ("seconds", "check_seconds", "check_wait_seconds", "reference_seconds",
            "forward_seconds", "zero_init_seconds")
+BACKEND_TIMINGS = ("load_seconds",)  # in the result's backend block
 
 
 def error_value(v):
@@ -218,6 +219,8 @@ def without_timings(doc):
     and in each epoch, and without how it was made (RUN_IDENTITY): what two runs of one
     scenario must agree on besides."""
     doc = {k: v for k, v in doc.items() if k not in TIMINGS and k not in RUN_IDENTITY}
+    if isinstance(doc.get("backend"), dict):
+        doc["backend"] = {k: v for k, v in doc["backend"].items() if k not in BACKEND_TIMINGS}
     if isinstance(doc.get("epochs"), list):
         doc["epochs"] = [{k: v for k, v in e.items() if k not in TIMINGS} for e in doc["epochs"]]
     return doc

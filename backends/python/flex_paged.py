@@ -131,7 +131,8 @@ def kvcheck_backend(host):
     for item in filter(None, host.options.split(",")):
         key, _, value = item.partition("=")
         if key != "ops" or not set(value.split("+")) <= {"paged_decode", "paged_prefill"}:
-            raise kvcheck.Unsupported(f"unknown option {item!r} (known: ops=paged_decode+paged_prefill)")
+            raise kvcheck.Unsupported(
+                f"unknown option {item!r} (known: ops=paged_decode+paged_prefill)")
         ops = tuple(value.split("+"))
     import torch
     f = Flex(torch)

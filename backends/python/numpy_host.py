@@ -1,7 +1,8 @@
 """A kvcheck backend in NumPy: the decode op and the prefill chain (write_kv, paged_decode,
 gather_kv, varlen_attention, merge_states) and the hybrid models' ops (linear_attention,
-fill_blocks, quant_fp8), with the semantics of kvcheck's built-in host ops, in float32. It is the Python host's own test (CI runs the default suite through it) and a template:
-copy it, replace an op's body with your library's call, and run
+fill_blocks, quant_fp8), with the semantics of kvcheck's built-in host ops, in float32. It is the
+Python host's own test (CI runs the default suite through it) and a template: copy it, replace an
+op's body with your library's call, and run
 
     kvcheck run scenarios/smoke.json --backend python:numpy_host
 

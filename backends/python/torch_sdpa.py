@@ -80,7 +80,8 @@ def kvcheck_backend(host):
     for item in filter(None, host.options.split(",")):
         key, _, value = item.partition("=")
         if key != "sdpa" or value not in KINDS:
-            raise kvcheck.Unsupported(f"unknown option {item!r} (known: sdpa=flash|efficient|cudnn)")
+            raise kvcheck.Unsupported(
+                f"unknown option {item!r} (known: sdpa=flash|efficient|cudnn)")
         kind = value
     import torch
     return kvcheck.Backend(

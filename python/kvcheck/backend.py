@@ -136,7 +136,8 @@ def declaration(b):
         mla = []
         for pair in c.mla_dims:
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise ValueError(f"caps.mla_dims: got {pair!r}, expected (kv_lora_rank, qk_rope_dim)")
+                raise ValueError(
+                    f"caps.mla_dims: got {pair!r}, expected (kv_lora_rank, qk_rope_dim)")
             mla += _ints("mla_dims", pair, 0, 1 << 20)
     return {
         "name": b.name,

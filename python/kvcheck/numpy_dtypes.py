@@ -26,7 +26,8 @@ def _fp8_table():
     sign = np.where(b & 0x80, -1.0, 1.0)
     exp = (b >> 3) & 0xF
     mant = (b & 0x7).astype(np.float64)
-    value = np.where(exp == 0, mant / 512.0, (1.0 + mant / 8.0) * np.exp2(exp.astype(np.float64) - 7))
+    normal = (1.0 + mant / 8.0) * np.exp2(exp.astype(np.float64) - 7)
+    value = np.where(exp == 0, mant / 512.0, normal)
     value = np.where((exp == 0xF) & ((b & 0x7) == 0x7), np.nan, value)
     return (sign * value).astype(np.float32)
 

@@ -359,6 +359,7 @@ BackendReport backend_report(const BackendDevice& dev, const Placement& placemen
                   .version = lib.version(),
                   .sha256 = lib.sha256(),
                   .abi_version = static_cast<int32_t>(lib.table().abi_version),
+                  .load_seconds = lib.load_seconds(),
                   .ops = {},
                   .layer_kinds = {},
                   .notes = placement.notes};

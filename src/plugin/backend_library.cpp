@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -76,6 +77,7 @@ BackendLibrary::BackendLibrary(const std::string& spec, int32_t device_type, int
   } catch (const std::exception& e) {
     fail(e.what());
   }
+  const auto started = std::chrono::steady_clock::now();
   handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
@@ -98,6 +100,8 @@ BackendLibrary::BackendLibrary(const std::string& spec, int32_t device_type, int
   host.options = options.c_str();
   char err[512] = "";
   table_ = init(KVCHECK_BACKEND_ABI_VERSION, &host, err, sizeof(err));
+  load_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   err[sizeof(err) - 1] = '\0';
   if (!table_) {
     dlclose(handle_);

@@ -40,12 +40,16 @@ class BackendLibrary {
   // The plugin's version string; for python:MODULE with the interpreter and libraries it ran
   // with ("1.0; Python 3.11.2, numpy 1.24.2").
   std::string version() const { return version_; }
+  // Wall seconds from dlopen to the end of the plugin's init: for python:MODULE the interpreter's
+  // start and the module's import (a library's kernels compile later, inside their first call).
+  double load_seconds() const { return load_seconds_; }
   // backend::implements and implemented_ops (backend/abi_caps.h) of its table.
   bool implements(kvcheck_op op) const;
   std::vector<kvcheck_op> implemented_ops() const;
 
  private:
   std::string path_, sha256_, version_;
+  double load_seconds_ = 0.0;
   std::string python_identity(const std::string& module);
   void* handle_ = nullptr;
   const kvcheck_backend* table_ = nullptr;

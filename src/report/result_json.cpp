@@ -123,7 +123,8 @@ json to_json(const BackendReport& b) {
                    {"builtin_calls", o.builtin_calls}});
   return json{{"path", b.path},       {"name", b.name},
               {"version", b.version}, {"sha256", b.sha256},
-              {"abi_version", b.abi_version}, {"ops", std::move(ops)},
+              {"abi_version", b.abi_version}, {"load_seconds", b.load_seconds},
+              {"ops", std::move(ops)},
               {"backend_calls", b.backend_calls()}, {"total_calls", b.total_calls()},
               {"layer_kinds", std::move(kinds)}, {"notes", b.notes}};
 }

@@ -214,9 +214,15 @@ Json backend_schema() {
           {"path", Json{{"type", "string"}}},
           {"name", Json{{"type", "string"}}},
           {"version", Json{{"type", "string"}}},
-          {"sha256", described("Of the library file, as sha256sum prints it.",
+          {"sha256", described("Of the library file, as sha256sum prints it; for python:MODULE "
+                               "over the module's source files (path is the module's file).",
                                Json{{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}})},
           {"abi_version", integer(1)},
+          {"load_seconds",
+           described("Wall seconds from loading the library to the end of its init: for "
+                     "python:MODULE the interpreter's start and the module's import (kernels a "
+                     "library compiles at their first call count in the op time).",
+                     Json{{"type", "number"}, {"minimum", 0}})},
           {"ops", Json{{"type", "array"}, {"items", op}}},
           {"backend_calls", described("Op calls the backend ran (never 0 in a result).",
                                       integer(1))},

@@ -27,8 +27,9 @@ struct BackendReport {
   std::string path;  // absolute
   std::string name;
   std::string version;
-  std::string sha256;  // of the library file
+  std::string sha256;  // of the library file (python:MODULE: over the module's sources)
   int32_t abi_version = 0;
+  double load_seconds = 0.0;  // dlopen to the end of init (python: interpreter start, import)
   std::vector<BackendOpReport> ops;
   std::vector<BackendKindReport> layer_kinds;  // the kinds the model has: attention, mla, linear
   std::vector<std::string> notes;  // ops that run built-in and why; what the engine adapted

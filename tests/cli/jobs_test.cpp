@@ -25,6 +25,7 @@ json without_timing(json doc) {
   for (const char* key : {"build", "command_line", "started_at"}) doc.erase(key);
   for (json& epoch : doc["epochs"])
     for (const char* key : timings) epoch.erase(key);
+  if (doc.contains("backend") && doc["backend"].is_object()) doc["backend"].erase("load_seconds");
   return doc;
 }
 

@@ -110,8 +110,9 @@ class PythonHost(unittest.TestCase):
 
     def test_a_segfault_inside_an_op_is_a_crash(self):
         self.wrap("crashes", "gather_kv", "ctypes.string_at(0)")
-        code, out, err = self.kvcheck("run", os.path.join(REPO, "scenarios", "smoke.json"), "--backend",
-                                      "python:crashes", "--no-out", "--json")
+        smoke = os.path.join(REPO, "scenarios", "smoke.json")
+        code, out, err = self.kvcheck("run", smoke, "--backend", "python:crashes", "--no-out",
+                                      "--json")
         # smoke.json has cached-context prefills, so gather_kv runs.
         self.assertEqual(code, 1)
         e = json.loads(out)["results"][0]["error"]
@@ -150,7 +151,8 @@ class PythonHost(unittest.TestCase):
     def test_a_module_that_does_not_import(self):
         self.module("broken", "def kvcheck_backend(host):\n  return (\n")
         err = self.cannot_run("broken")
-        self.assertIn("python:broken: kvcheck_backend_init refused to start: the module does not import: SyntaxError", err)
+        self.assertIn("python:broken: kvcheck_backend_init refused to start: the module does not "
+                      "import: SyntaxError", err)
 
     def test_a_module_that_is_not_there(self):
         err = self.cannot_run("no_such_backend_module")
@@ -190,7 +192,8 @@ class PythonHost(unittest.TestCase):
             def kvcheck_backend(host):
                 raise kvcheck.Unsupported("needs a GPU with sm_90")
             """)
-        self.assertIn("the module refused to start: needs a GPU with sm_90", self.cannot_run("refuses"))
+        self.assertIn("the module refused to start: needs a GPU with sm_90",
+                      self.cannot_run("refuses"))
         code, _, _ = self.kvcheck("run", "tiny.json", "--backend", "python:refuses", "--no-out",
                                   "--bisect")
         self.assertEqual(code, 125)
@@ -215,6 +218,7 @@ class PythonHost(unittest.TestCase):
         self.assertIn("Python 3.", b["version"])
         self.assertIn("numpy", b["version"])
         self.assertRegex(b["sha256"], "^[0-9a-f]{64}$")
+        self.assertGreater(b["load_seconds"], 0)  # the interpreter's start and the import
         # The result file is named after the module.
         self.assertTrue(os.path.exists(os.path.join(self.dir, "out", "tiny.numpy_host.json")))
 
