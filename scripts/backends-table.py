@@ -11,8 +11,8 @@ and version (FlashInfer's carries its wheel sha256) and the kvcheck commit. Disa
 classified by hand in a notes file (JSON: {"scenario path under scenarios/": "one line of why"}),
 whose lines go into the table. Runs and reads kvcheck through scripts/kvcheck_lib.py.
 
-A plugin is PATH or PATH::OPTIONS (its --backend-option text, e.g. prefill=ragged): one column
-each.
+A plugin is PATH or python:MODULE (docs/python-backends.md), either with ::OPTIONS (its
+--backend-option text, e.g. prefill=ragged, sdpa=cudnn): one column each.
 
   scripts/backends-table.py build/kvcheck \
       build/backends/flashinfer/libkvcheck_backend_flashinfer.so \
