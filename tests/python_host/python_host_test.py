@@ -292,6 +292,23 @@ class PythonHost(unittest.TestCase):
                            env=env, capture_output=True, text=True, timeout=300)
         self.assertIn(f"{commits[2]} is the first bad commit", p.stdout, p.stdout + p.stderr)
 
+    def test_a_backend_without_graph_support_runs_eagerly_and_says_so(self):
+        # A library that allocates while it runs (PyTorch's caching allocator) declares none.
+        self.module("eager", """
+            import numpy_host as base
+            def kvcheck_backend(host):
+                b = base.kvcheck_backend(host)
+                b.caps.graph_support = "none"
+                return b
+            """)
+        smoke = os.path.join(REPO, "scenarios", "smoke.json")
+        code, out, err = self.kvcheck("run", smoke, "--backend", "python:eager", "--no-out",
+                                      "--json")
+        self.assertEqual(code, 0, err)
+        r = json.loads(out)["results"][0]
+        self.assertIn("engine: CUDA graphs off (the backend supports none)", r["backend"]["notes"])
+        self.assertEqual(r["coverage"]["graph_replays"], 0)
+
     def test_a_python_spec_without_a_module(self):
         code, out, err = self.kvcheck("run", "tiny.json", "--backend", "python:", "--no-out")
         self.assertEqual(code, 3, err)
