@@ -292,6 +292,36 @@ class PythonHost(unittest.TestCase):
                            env=env, capture_output=True, text=True, timeout=300)
         self.assertIn(f"{commits[2]} is the first bad commit", p.stdout, p.stdout + p.stderr)
 
+    def test_bf16_io_arrives_as_uint16_and_a_write_in_the_wrong_dtype_is_caught(self):
+        # io_dtype bf16: q and out are uint16 views. Writing float results into them unconverted
+        # (NumPy casts 0.37 to 0) is corrupt; converting with kvcheck.numpy_dtypes is clean.
+        for honest, verdict in ((True, "clean"), (False, "corrupt")):
+            self.module(f"bf16_{honest}", f"""
+                import types
+                import numpy as np
+                import numpy_host as base
+                from kvcheck.numpy_dtypes import bf16_to_f32, f32_to_bf16
+                def decode(a):
+                    assert a.q.dtype == np.uint16 and a.out.dtype == np.uint16
+                    f = types.SimpleNamespace(**vars(a))
+                    f.q = bf16_to_f32(a.q)
+                    f.out = np.zeros(a.out.shape, np.float32)
+                    base.paged_decode(f)
+                    a.out[...] = f32_to_bf16(f.out) if {honest} else f.out
+                def kvcheck_backend(host):
+                    b = base.kvcheck_backend(host)
+                    b.caps.io_dtype = "bf16"
+                    b.ops = {{"paged_decode": decode}}
+                    return b
+                """)
+            smoke = os.path.join(REPO, "scenarios", "smoke.json")
+            code, out, err = self.kvcheck("run", smoke, "--backend", f"python:bf16_{honest}",
+                                          "--no-out", "--json", "--expect", verdict)
+            self.assertEqual(code, 0, out[-2000:] + err[-2000:])
+            r = json.loads(out)["results"][0]
+            self.assertEqual(r["verdict"], verdict)
+            self.assertGreater(r["backend"]["backend_calls"], 0)
+
     def test_a_backend_without_graph_support_runs_eagerly_and_says_so(self):
         # A library that allocates while it runs (PyTorch's caching allocator) declares none.
         self.module("eager", """
