@@ -15,6 +15,7 @@ ratio; no MLA (its 576-wide rows are no FlexAttention head dim). Compilation and
 no CUDA graphs.
 """
 import kvcheck
+from kvcheck.pages import physical_to_logical
 
 KV_BLOCK = 128  # FlexAttention's KV tile
 
@@ -38,24 +39,12 @@ class Flex:
         v = c.v.view(t.bfloat16).reshape(1, n * bs, h, d).transpose(1, 2)
         return k, v
 
-    def logical(self, table, lens, bs, num_blocks):
-        """[rows][num_blocks]: a pool block's index in the row's table, -1 if not the row's."""
-        t = self.torch
-        rows = table.shape[0]
-        counts = (lens.long() + bs - 1) // bs
-        cols = t.arange(table.shape[1], device=table.device)
-        mine = cols[None, :] < counts[:, None]
-        where = t.full((rows, num_blocks), -1, dtype=t.int64, device=table.device)
-        r = t.arange(rows, device=table.device)[:, None].expand_as(table)
-        where[r[mine], table[mine].long()] = cols[None, :].expand_as(table)[mine]
-        return where
-
     def attend(self, q, c, table, lens, limit, scale):
         """q [B, Hq, Q, D] over row b's cached tokens at logical positions < limit(b, q_idx)."""
         t = self.torch
         k, v = self.pool(c)
         bs = c.block_size
-        where = self.logical(table, lens, bs, c.k.shape[0])
+        where = physical_to_logical(table, lens, bs, c.k.shape[0])
 
         def mask_mod(b, h, q_idx, kv_idx):
             block = where[b, kv_idx // bs]

@@ -95,6 +95,14 @@ class Pages(unittest.TestCase):
                          ([0, 2, 3], [0, 1, 6], [1, 7]))
 
 
+    def test_physical_to_logical(self):
+        table = np.array([[3, 1, 0], [2, 0, 0], [0, 0, 0]], dtype=np.int32)
+        where = pages.physical_to_logical(table, [5, 2, 0], 4, 5)
+        self.assertEqual(where.tolist(), [[-1, 1, -1, 0, -1],   # row 0: blocks 3, 1 (5 tokens)
+                                          [-1, -1, 0, -1, -1],  # row 1: block 2
+                                          [-1, -1, -1, -1, -1]])  # row 2: empty
+
+
 class Dtypes(unittest.TestCase):
     def test_bf16_rounds_ties_to_even_and_keeps_nan_quiet(self):
         x = np.array([1.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, np.inf, 3.4e38, np.nan], np.float32)
