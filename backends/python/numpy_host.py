@@ -47,15 +47,16 @@ def write_kv(a):
 
 
 def _softmax_pv(scores, v, valid):
-    """Softmax over keys of masked scores [heads..., keys] and its product with v [keys, heads,
-    v_dim] over EVERY key (p = 0 where masked); returns (out [heads..., v_dim], natural lse)."""
+    """Softmax over keys of masked scores [kv heads, group, (queries,) keys] and its product with
+    v [keys, kv heads, v_dim] over EVERY key (p = 0 where masked); returns (out [kv heads, group,
+    (queries,) v_dim], natural lse [kv heads, group, (queries)])."""
     s = np.where(valid, scores, NEG_INF)
     m = np.max(s, axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         p = np.where(s == NEG_INF, np.float32(0), np.exp(s - m))
         d = np.sum(p, axis=-1, keepdims=True)
         # P.V per kv head over all keys: 0 x NaN stays NaN, as in the built-in op.
-        o = np.einsum("hgt,thv->hgv", p, v)
+        o = np.einsum("hg...t,thv->hg...v", p, v)
         o = np.where(d != 0, o / d, o)
         lse = np.where(d > 0, m + np.log(d), np.where(d == 0, NEG_INF, np.float32(np.nan)))
     return o, lse[..., 0]
@@ -121,13 +122,15 @@ def varlen_attention(a):
         # K and V as the cache would store them (new tokens attend in the cache's precision).
         k = round_through(a.k[k0:k1], a.kv_dtype, a.k_scale)
         v = round_through(a.v[k0:k1], a.kv_dtype, a.v_scale)[:, :, :vd]
-        for j in range(q1 - q0):
-            q = a.q[q0 + j].reshape(a.num_kv_heads, group, a.head_dim)
-            scores = np.einsum("hgd,thd->hgt", q, k) * np.float32(a.scale)
-            valid = np.arange(n) <= j if a.causal else np.ones(n, dtype=bool)
-            o, lse = _softmax_pv(scores, v, valid)
-            a.out[q0 + j] = o.reshape(a.num_q_heads, vd)
-            a.lse[q0 + j] = lse.reshape(a.num_q_heads)
+        rows = q1 - q0
+        q = a.q[q0:q1].reshape(rows, a.num_kv_heads, group, a.head_dim)
+        scores = np.einsum("jhgd,thd->hgjt", q, k) * np.float32(a.scale)
+        keys = np.arange(n)
+        valid = (keys[None, :] <= np.arange(rows)[:, None] if a.causal
+                 else np.ones((rows, n), dtype=bool))
+        o, lse = _softmax_pv(scores, v, valid)
+        a.out[q0:q1] = o.transpose(2, 0, 1, 3).reshape(rows, a.num_q_heads, vd)
+        a.lse[q0:q1] = lse.transpose(2, 0, 1).reshape(rows, a.num_q_heads)
 
 
 def merge_states(a):
@@ -207,15 +210,16 @@ def paged_prefill(a):
         ctx = int(a.ctx_lens[s])
         if q1 == q0:
             continue
-        total = ctx + (q1 - q0)
+        rows = q1 - q0
+        total = ctx + rows
         k, v = _blocks(c, a.block_table[s], total)
-        for j in range(q1 - q0):
-            q = a.q[q0 + j].reshape(c.num_kv_heads, group, hd)
-            scores = np.einsum("hgd,thd->hgt", q, k[:total]) * np.float32(a.scale)
-            o, lse = _softmax_pv(scores, v[:total, :, :vd], np.arange(total) <= ctx + j)
-            a.out[q0 + j] = o.reshape(a.num_q_heads, vd)
-            if a.lse is not None:
-                a.lse[q0 + j] = lse.reshape(a.num_q_heads)
+        q = a.q[q0:q1].reshape(rows, c.num_kv_heads, group, hd)
+        scores = np.einsum("jhgd,thd->hgjt", q, k[:total]) * np.float32(a.scale)
+        valid = np.arange(total)[None, :] <= ctx + np.arange(rows)[:, None]
+        o, lse = _softmax_pv(scores, v[:total, :, :vd], valid)
+        a.out[q0:q1] = o.transpose(2, 0, 1, 3).reshape(rows, a.num_q_heads, vd)
+        if a.lse is not None:
+            a.lse[q0:q1] = lse.transpose(2, 0, 1).reshape(rows, a.num_q_heads)
 
 
 def kvcheck_backend(host):
