@@ -41,15 +41,16 @@ fi
 cc="${cxx/clang++/clang}"
 
 # Every library with the sanitizers and libFuzzer's coverage hooks; the target links libFuzzer.
-# The reader's template-heavy libraries (kv_scenario, kv_report) as unity batches (KVCHECK_UNITY:
-# 92 -> 70 s for this script's build and one second of fuzzing, results/ci-time.md); no Python
-# host (the target does not load plugins).
 # Line tables only: a finding's stack still names file and line, at a fraction of full debug
 # information's compile time.
 flags="-gline-tables-only -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 flags+=" -fno-omit-frame-pointer"
+# The reader's template-heavy libraries (kv_scenario, kv_report) as unity batches (KVCHECK_UNITY:
+# 92 -> 70 s for this script's build and one second of fuzzing, results/ci-time.md); no Python
+# host (the target loads no plugin).
 cmake -S "$repo" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVCHECK_CUDA=OFF \
-  -DKVCHECK_FUZZ=ON -DBUILD_TESTING=OFF -DKVCHECK_UNITY=ON -DKVCHECK_PYTHON=OFF -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DKVCHECK_FUZZ=ON -DBUILD_TESTING=OFF -DKVCHECK_UNITY=ON -DKVCHECK_PYTHON=OFF \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >"$dir.configure.log" 2>&1 ||
   { cat "$dir.configure.log" >&2; exit 1; }
 cmake --build "$dir/build" -j "${FUZZ_BUILD_JOBS:-$(nproc)}" --target kvcheck_fuzz_scenario

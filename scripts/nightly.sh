@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # nightly.sh [BUILD_DIR] — the nightly tier: what CI (scripts/test.sh) leaves out for time. Uses
 # the build test.sh made (default build/ at the repository root; builds it host-only first where
-# it is missing), then runs the ctests labelled "nightly": the rest of seeds 1-20 of every seed sweep (CI runs
-# 1-3 of the clean sweep, 1-5 of the caught one), the scale scenario (scenarios/nightly/) through the host plugin; then that scenario under
-# ASan+UBSan (scripts/sanitize.sh --nightly, in build-sanitize/). About 25 minutes on a 2-core
+# it is missing), then runs the ctests labelled "nightly": the rest of seeds 1-20 of every seed
+# sweep (CI runs 1-3 of the clean sweep, 1-5 of the caught one), the scale scenario
+# (scenarios/nightly/) through the host plugin; then that scenario under ASan+UBSan
+# (scripts/sanitize.sh --nightly, in build-sanitize/). About 25 minutes on a 2-core
 # machine (results/ci-time.md). Exits non-zero on any failure. NIGHTLY_JOBS: ctest jobs (default
 # every core).
 set -euo pipefail

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test.sh — the whole check, as CI runs it: install dependencies, build, run every test but the
-# nightly tier (each scenario against its own expectation, seed sweeps over seeds 1-3 (clean) and 1-5 (caught), the mutant
-# backends, bisect, schema and script tests, a 30-second fuzzing of the scenario reader), then the
+# nightly tier (each scenario against its own expectation, seed sweeps over seeds 1-3 (clean) and
+# 1-5 (caught), the mutant backends, bisect, schema and script tests, the Python backend host, a
+# 30-second fuzzing of the scenario reader), then the
 # ASan+UBSan build of the unit and CLI tests (GoogleTest, label unit: run there only) and the host
 # scenarios (scripts/sanitize.sh, in build-sanitize/). The nightly tier (label "nightly": the rest
-# of seeds 1-20 of each sweep, the scale scenario through a plugin and under the sanitizers, 10 minutes of
-# fuzzing) is scripts/nightly.sh. Exits non-zero on any failure; works from any working
+# of seeds 1-20 of each sweep, the scale scenario through a plugin and under the sanitizers, 10
+# minutes of fuzzing) is scripts/nightly.sh. Exits non-zero on any failure; works from any working
 # directory. KVCHECK_SKIP_SANITIZE=1 leaves the sanitizer build out (the unit tests then run here).
 # At its end, also after a failure, it prints the wall time of each stage, and where ctest's time
 # went by test group and label (scripts/ci_times.py, from build/ctest-junit.xml).

@@ -71,7 +71,7 @@ Ref host_array(ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
   b.strides = strides;
   Ref view(PyMemoryView_FromBuffer(&b));  // copies shape and strides
   if (!view) return view;
-  return Ref(PyObject_CallOneArg(m.convert, view.get()));
+  return Ref(PyObject_CallOneArg(m.convert.get(), view.get()));
 }
 
 // A DLPack capsule over device memory, for torch.from_dlpack (legacy, unversioned).
@@ -110,7 +110,7 @@ Ref device_array(ArrayMaker& m, const kvcheck_tensor& t, const View& v) {
     delete w;
     return capsule;
   }
-  return Ref(PyObject_CallOneArg(m.convert, capsule.get()));
+  return Ref(PyObject_CallOneArg(m.convert.get(), capsule.get()));
 }
 
 Ref tensor(ArrayMaker& m, const kvcheck_tensor& t) {
@@ -129,7 +129,8 @@ Ref tensor(ArrayMaker& m, const kvcheck_tensor& t) {
     if (!shape) return shape;
     for (int i = 0; i < t.dl.ndim; ++i)
       PyTuple_SET_ITEM(shape.get(), i, PyLong_FromLongLong(t.dl.shape[i]));
-    return Ref(PyObject_CallFunction(m.empty, "Os", shape.get(), backend::dtype_name(t.dtype)));
+    return Ref(
+        PyObject_CallFunction(m.empty.get(), "Os", shape.get(), backend::dtype_name(t.dtype)));
   }
   return m.cuda ? device_array(m, t, v) : host_array(m, t, v);
 }
@@ -163,8 +164,10 @@ Ref value(ArrayMaker& m, const void* args, const Field& f) {
     case Kind::i32: return Ref(PyLong_FromLong(at<int32_t>(args, f.offset)));
     case Kind::f32: return Ref(PyFloat_FromDouble(at<float>(args, f.offset)));
     case Kind::u64: return Ref(PyLong_FromUnsignedLongLong(at<uint64_t>(args, f.offset)));
-    case Kind::dtype: return Ref(PyUnicode_FromString(backend::dtype_name(at<int32_t>(args, f.offset))));
-    case Kind::layout: return Ref(PyUnicode_FromString(backend::layout_name(at<int32_t>(args, f.offset))));
+    case Kind::dtype:
+      return Ref(PyUnicode_FromString(backend::dtype_name(at<int32_t>(args, f.offset))));
+    case Kind::layout:
+      return Ref(PyUnicode_FromString(backend::layout_name(at<int32_t>(args, f.offset))));
     case Kind::op:
       return Ref(PyUnicode_FromString(
           backend::op_name(static_cast<kvcheck_op>(at<int32_t>(args, f.offset)))));
@@ -194,11 +197,12 @@ Ref fields_namespace(ArrayMaker& m, const void* args, uint32_t struct_size,
   }
   Ref none(PyTuple_New(0));
   if (!none) return none;
-  return Ref(PyObject_Call(m.namespace_, none.get(), kw.get()));
+  return Ref(PyObject_Call(m.namespace_.get(), none.get(), kw.get()));
 }
 
 #define KV_F(S, name, kind) Field{#name, Kind::kind, offsetof(S, name)}
-#define KV_HOST(S, name, count, extra) Field{#name, Kind::host_i32, offsetof(S, name), offsetof(S, count), extra}
+#define KV_HOST(S, name, count, extra) \
+  Field{#name, Kind::host_i32, offsetof(S, name), offsetof(S, count), extra}
 
 Ref paged_kv(ArrayMaker& m, const kvcheck_paged_kv& c) {
   using S = kvcheck_paged_kv;

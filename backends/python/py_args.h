@@ -26,9 +26,9 @@ namespace kv::py {
 // persistent views made so far.
 struct ArrayMaker {
   bool cuda = false;
-  PyObject* convert = nullptr;    // numpy.asarray or torch.from_dlpack
-  PyObject* empty = nullptr;      // Loaded.empty(shape, dtype): a tensor whose data is NULL
-  PyObject* namespace_ = nullptr; // types.SimpleNamespace
+  Ref convert;     // numpy.asarray or torch.from_dlpack
+  Ref empty;       // Loaded.empty(shape, dtype): a tensor whose data is NULL
+  Ref namespace_;  // types.SimpleNamespace
   // Persistent views by (data, dtype, shape, strides); at most kMaxPersistent, then cleared.
   std::map<std::vector<int64_t>, Ref> persistent;
   static constexpr size_t kMaxPersistent = 256;

@@ -2,9 +2,10 @@
 //
 // `kvcheck run S.json --backend python:MODULE` loads this plugin with the option text
 // "module=MODULE", then a line with the user's --backend-option (src/backend/backend_spec.h). Its
-// init starts the embedded interpreter, imports kvcheck._host (python/kvcheck) and through it the module, whose
-// kvcheck_backend(host) declares the caps and the ops; the table below routes each declared op
-// to the module's callable with the call's args as a namespace of arrays over kvcheck's memory.
+// init starts the embedded interpreter, imports kvcheck._host (python/kvcheck) and through it the
+// module, whose kvcheck_backend(host) declares the caps and the ops; the table below routes each
+// declared op to the module's callable with the call's args as a namespace of arrays over
+// kvcheck's memory.
 //
 // Everything the ABI promises holds as for a C plugin, because kvcheck runs this plugin like any
 // other, in its worker process: a Python exception is KVCHECK_ERROR with the exception's type,
@@ -14,17 +15,15 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "backend/abi_tensor.h"
-#include "kvcheck/backend.h"
 #include "backend/backend_spec.h"
+#include "kvcheck/backend.h"
 #include "py_args.h"
 #include "py_runtime.h"
 
@@ -35,9 +34,9 @@ struct Backend {
   kvcheck_backend table{};
   std::string name, version, identity;
   std::vector<int32_t> head_dims, block_sizes, gqa_ratios, mla_dims;
+  // The module's ops in kvcheck_op order (None where it has none) and its optional callables.
   Ref loaded, describe, ops[KVCHECK_NUM_OPS], plan, plan_bytes, workspace_bytes, use_stream;
   ArrayMaker arrays;
-  Ref convert, empty, namespace_;
   std::string deferred;  // an error raised where the ABI has no status (sizes): the next call's
 };
 
@@ -73,8 +72,8 @@ int32_t finish(Backend& b, const char* what, Ref result, char* err, size_t err_s
 // Before a call on CUDA: kvcheck's stream as torch's current one (Loaded.use_stream).
 bool stream_ready(Backend& b, void* stream, const char* what, char* err, size_t err_size) {
   if (!b.arrays.cuda) return true;
-  Ref r(PyObject_CallFunction(b.use_stream.get(), "K",
-                              static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(stream))));
+  const auto handle = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(stream));
+  Ref r(PyObject_CallFunction(b.use_stream.get(), "K", handle));
   if (r) return true;
   set_error(err, err_size, std::string(what) + ": cannot use kvcheck's CUDA stream: " +
                                take_error(b.describe.get()));
@@ -197,23 +196,30 @@ void fill_table(Backend& b, PyObject* decl) {
   list_of(decl, "gqa_ratios", b.gqa_ratios, &c.gqa_ratios, &c.num_gqa_ratios);
   list_of(decl, "mla_dims", b.mla_dims, &c.mla_dims, &c.num_mla_dims, 2);
   c.lse_base = int_of(decl, "lse_base");
-  c.empty_row_lse = static_cast<float>(PyFloat_AsDouble(PyDict_GetItemString(decl, "empty_row_lse")));
+  c.empty_row_lse =
+      static_cast<float>(PyFloat_AsDouble(PyDict_GetItemString(decl, "empty_row_lse")));
   c.pad_seq_len = int_of(decl, "pad_seq_len");
   c.pad_block_id = int_of(decl, "pad_block_id");
   c.needs_zeroed_blocks = int_of(decl, "needs_zeroed_blocks");
   c.graph_support = int_of(decl, "graph_support");
-  PyObject* ops = PyDict_GetItemString(decl, "ops");
-  for (Py_ssize_t i = 0; i < PyList_Size(ops); ++i) {
-    const std::string op = text_of(PyList_GetItem(ops, i));
-    if (op == "write_kv") t.write_kv = op_entry<KVCHECK_OP_WRITE_KV>;
-    if (op == "paged_decode") t.paged_decode = op_entry<KVCHECK_OP_PAGED_DECODE>;
-    if (op == "gather_kv") t.gather_kv = op_entry<KVCHECK_OP_GATHER_KV>;
-    if (op == "varlen_attention") t.varlen_attention = op_entry<KVCHECK_OP_VARLEN_ATTENTION>;
-    if (op == "merge_states") t.merge_states = op_entry<KVCHECK_OP_MERGE_STATES>;
-    if (op == "linear_attention") t.linear_attention = op_entry<KVCHECK_OP_LINEAR_ATTENTION>;
-    if (op == "fill_blocks") t.fill_blocks = op_entry<KVCHECK_OP_FILL_BLOCKS>;
-    if (op == "quant_fp8") t.quant_fp8 = op_entry<KVCHECK_OP_QUANT_FP8>;
-    if (op == "paged_prefill") t.paged_prefill = op_entry<KVCHECK_OP_PAGED_PREFILL>;
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) {
+    if (b.ops[i].get() == Py_None) continue;
+    switch (static_cast<kvcheck_op>(i)) {
+      case KVCHECK_OP_WRITE_KV: t.write_kv = op_entry<KVCHECK_OP_WRITE_KV>; break;
+      case KVCHECK_OP_PAGED_DECODE: t.paged_decode = op_entry<KVCHECK_OP_PAGED_DECODE>; break;
+      case KVCHECK_OP_GATHER_KV: t.gather_kv = op_entry<KVCHECK_OP_GATHER_KV>; break;
+      case KVCHECK_OP_VARLEN_ATTENTION:
+        t.varlen_attention = op_entry<KVCHECK_OP_VARLEN_ATTENTION>;
+        break;
+      case KVCHECK_OP_MERGE_STATES: t.merge_states = op_entry<KVCHECK_OP_MERGE_STATES>; break;
+      case KVCHECK_OP_LINEAR_ATTENTION:
+        t.linear_attention = op_entry<KVCHECK_OP_LINEAR_ATTENTION>;
+        break;
+      case KVCHECK_OP_FILL_BLOCKS: t.fill_blocks = op_entry<KVCHECK_OP_FILL_BLOCKS>; break;
+      case KVCHECK_OP_QUANT_FP8: t.quant_fp8 = op_entry<KVCHECK_OP_QUANT_FP8>; break;
+      case KVCHECK_OP_PAGED_PREFILL: t.paged_prefill = op_entry<KVCHECK_OP_PAGED_PREFILL>; break;
+      case KVCHECK_NUM_OPS: break;
+    }
   }
   if (b.plan) t.paged_decode_plan = plan_entry;
   if (b.plan_bytes) t.plan_bytes = plan_bytes_entry;
@@ -231,7 +237,8 @@ std::vector<std::string> shipped_dirs(const char* built, const char* sub) {
   if (fs::is_directory(built, ec)) out.push_back(built);
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&kvcheck_backend_init), &info) && info.dli_fname) {
-    const fs::path p = fs::path(info.dli_fname).parent_path() / ".." / ".." / "share" / "kvcheck" / sub;
+    const fs::path p =
+        fs::path(info.dli_fname).parent_path() / ".." / ".." / "share" / "kvcheck" / sub;
     if (fs::is_directory(p, ec)) out.push_back(p.lexically_normal().string());
   }
   return out;
@@ -242,9 +249,9 @@ std::string load(Backend& b, const kvcheck_host& host) {
   const PythonHostOptions o = python_host_options(host.options ? host.options : "");
   if (!o.problem.empty()) return o.problem;
   const char* program = std::getenv("KVCHECK_PYTHON");
-  if (const std::string why = start_interpreter(program && *program ? program : KVCHECK_PYTHON_EXECUTABLE);
-      !why.empty())
-    return why;
+  const std::string why =
+      start_interpreter(program && *program ? program : KVCHECK_PYTHON_EXECUTABLE);
+  if (!why.empty()) return why;
   Gil gil;
   // kvcheck's package first on sys.path; then the module, from the working folder, PYTHONPATH or
   // the shipped adapters.
@@ -254,8 +261,10 @@ std::string load(Backend& b, const kvcheck_host& host) {
     if (sys_path && dir) PyList_Insert(sys_path.get(), 0, dir.get());
   }
   Ref glue(PyImport_ImportModule("kvcheck._host"));
-  if (!glue) return "cannot import kvcheck._host (kvcheck's python/ package): " + take_error(nullptr);
+  if (!glue)
+    return "cannot import kvcheck._host (kvcheck's python/ package): " + take_error(nullptr);
   b.describe = attr(glue.get(), "describe");
+  Ref unsupported = attr(glue.get(), "Unsupported");  // asked before a load error is pending
   std::vector<std::string> module_search;
   if (char cwd[4096]; getcwd(cwd, sizeof(cwd))) module_search.push_back(cwd);
   for (const std::string& d : shipped_dirs(KVCHECK_PYTHON_ADAPTERS_DIR, "backends/python"))
@@ -271,17 +280,11 @@ std::string load(Backend& b, const kvcheck_host& host) {
                                      o.rest.c_str(), search.get()));
   if (!b.loaded) {
     // kvcheck.Unsupported carries its own sentence; anything else gets its frame too.
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    Ref unsupported(attr(glue.get(), "Unsupported"));
-    const bool own = unsupported && type && PyErr_GivenExceptionMatches(type, unsupported.get());
-    PyErr_Restore(type, value, tb);
-    if (own) {
+    if (unsupported && PyErr_ExceptionMatches(unsupported.get())) {
+      PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);
+      Ref owned_type(type), owned_value(value), owned_tb(tb);
       Ref text(value ? PyObject_Str(value) : nullptr);
-      Py_XDECREF(type);
-      Py_XDECREF(value);
-      Py_XDECREF(tb);
       return text_of(text.get(), "refused");
     }
     return "python:" + o.module + ": " + take_error(b.describe.get());
@@ -291,7 +294,8 @@ std::string load(Backend& b, const kvcheck_host& host) {
   Ref backend = attr(b.loaded.get(), "backend");
   Ref ident = attr(b.loaded.get(), "identity_json");
   if (!decl || !ops || !backend || !ident) return "kvcheck._host: " + take_error(nullptr);
-  for (int i = 0; i < KVCHECK_NUM_OPS; ++i) b.ops[i] = Ref(Py_NewRef(PyTuple_GetItem(ops.get(), i)));
+  for (int i = 0; i < KVCHECK_NUM_OPS; ++i)
+    b.ops[i] = Ref(Py_NewRef(PyTuple_GetItem(ops.get(), i)));
   for (auto [field, ref] : {std::pair{"paged_decode_plan", &b.plan},
                             std::pair{"plan_bytes", &b.plan_bytes},
                             std::pair{"workspace_bytes", &b.workspace_bytes}}) {
@@ -299,16 +303,13 @@ std::string load(Backend& b, const kvcheck_host& host) {
     if (fn && fn.get() != Py_None) *ref = std::move(fn);
   }
   b.identity = text_of(ident.get());
-  b.convert = attr(b.loaded.get(), "tensor");
-  b.empty = attr(b.loaded.get(), "empty");
-  b.use_stream = attr(b.loaded.get(), "use_stream");
-  b.namespace_ = attr(glue.get(), "Namespace");
-  if (!b.convert || !b.empty || !b.use_stream || !b.namespace_)
-    return "kvcheck._host: " + take_error(nullptr);
   b.arrays.cuda = cuda;
-  b.arrays.convert = b.convert.get();
-  b.arrays.empty = b.empty.get();
-  b.arrays.namespace_ = b.namespace_.get();
+  b.arrays.convert = attr(b.loaded.get(), "tensor");
+  b.arrays.empty = attr(b.loaded.get(), "empty");
+  b.use_stream = attr(b.loaded.get(), "use_stream");
+  b.arrays.namespace_ = attr(glue.get(), "Namespace");
+  if (!b.arrays.convert || !b.arrays.empty || !b.use_stream || !b.arrays.namespace_)
+    return "kvcheck._host: " + take_error(nullptr);
   fill_table(b, decl.get());
   return "";
 }

@@ -102,7 +102,8 @@ def _ints(field, values, lo, hi):
 
 
 def declaration(b):
-    """The plain-data form of a Backend that the C++ host reads (numbers as the header has them).
+    """The plain-data form of a Backend's name, version and caps that the C++ host reads (numbers
+    as the header has them; the ops and optional callables it takes from the Backend itself).
     Raises ValueError naming the field for anything the header has no value for."""
     if not isinstance(b, Backend):
         raise ValueError(f"kvcheck_backend() returned {type(b).__name__}, expected kvcheck.Backend")
@@ -155,8 +156,4 @@ def declaration(b):
         "pad_block_id": c.pad_block_id,
         "needs_zeroed_blocks": 1 if c.needs_zeroed_blocks else 0,
         "graph_support": _choice("graph_support", c.graph_support, abi.GRAPH_SUPPORT),
-        "ops": [op for op in abi.OPS if op in b.ops],
-        "paged_decode_plan": b.paged_decode_plan is not None,
-        "plan_bytes": b.plan_bytes is not None,
-        "workspace_bytes": b.workspace_bytes is not None,
     }

@@ -1,8 +1,6 @@
 // backend_spec.cpp — backend specs: plugin paths and python:MODULE.
 #include "backend/backend_spec.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -23,7 +21,8 @@ std::string python_host_library() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
   const fs::path dir = exe.parent_path();
-  for (const fs::path& p : {dir / "backends" / kHostLibrary, dir / ".." / "lib" / "kvcheck" / kHostLibrary})
+  for (const fs::path& p :
+       {dir / "backends" / kHostLibrary, dir / ".." / "lib" / "kvcheck" / kHostLibrary})
     if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
   return "";
 }

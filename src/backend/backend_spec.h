@@ -12,7 +12,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace kv {
 
@@ -31,8 +30,9 @@ struct BackendTarget {
 };
 BackendTarget backend_target(const std::string& spec, const std::string& options);
 
-// The short name of a backend for result file names: "flashinfer" for
-// libkvcheck_backend_flashinfer.so, "mod" for python:pkg.mod or python:dir/mod.py.
+// What a result file name starts its backend part from (cli/result_paths.h shortens it): a
+// plugin's file name ("libkvcheck_backend_flashinfer.so"), the module's last name for python:MODULE
+// ("mod" for python:pkg.mod or python:dir/mod.py).
 std::string backend_short_stem(const std::string& spec);
 
 // A scenario's backend `library` taken relative to the scenario's folder: a plugin path or the

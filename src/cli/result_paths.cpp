@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "io/interrupt.h"
 #include "backend/backend_spec.h"
+#include "io/interrupt.h"
 #include "report/atomic_write.h"
 
 namespace kv::cli {

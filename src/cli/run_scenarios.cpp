@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "backend/backend_spec.h"
 #include "check/harness.h"
 #include "check/run_cost.h"
 #include "cli/device_factory.h"
@@ -43,7 +44,6 @@
 #include "cli/suite_file.h"
 #include "util/parallel_for.h"
 #include "util/stopwatch.h"
-#include "backend/backend_spec.h"
 #include "plugin/placement.h"
 #include "cli/invocation.h"
 #include "plugin/sha256.h"

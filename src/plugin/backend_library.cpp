@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/abi_caps.h"
-#include "io/input_file.h"
 #include "backend/backend_spec.h"
+#include "io/input_file.h"
 #include "plugin/sha256.h"
 
 namespace kv {
@@ -73,7 +73,8 @@ BackendLibrary::BackendLibrary(const std::string& spec, int32_t device_type, int
   if (!InputFile::open(path, not_regular)) fail(not_regular.message);
   path_ = fs::absolute(path, ec).lexically_normal().string();  // dlopen searches bare names
   try {
-    sha256_ = sha256.empty() ? sha256_file(path_) : sha256;
+    // A Python host's digest is not the backend's: python_identity sets the module's below.
+    if (target.python_module.empty()) sha256_ = sha256.empty() ? sha256_file(path_) : sha256;
   } catch (const std::exception& e) {
     fail(e.what());
   }
@@ -130,8 +131,9 @@ std::string BackendLibrary::python_identity(const std::string& module) {
   auto get = reinterpret_cast<Identity>(dlsym(handle_, kPythonIdentitySymbol));
   const char* text = get ? get() : nullptr;
   const nlohmann::json id = nlohmann::json::parse(text ? text : "", nullptr, false);
-  if (!id.is_object() || !id.contains("path") || !id.contains("sha256") || !id.contains("runtime"))
-    return fmt::format("the Python host gave no identity of module {}", module);
+  for (const char* key : {"path", "sha256", "runtime"})
+    if (!id.is_object() || !id.contains(key) || !id[key].is_string())
+      return fmt::format("the Python host gave no identity of module {}", module);
   path_ = id["path"].get<std::string>();
   sha256_ = id["sha256"].get<std::string>();
   version_ += "; " + id["runtime"].get<std::string>();
